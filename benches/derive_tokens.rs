@@ -1,0 +1,68 @@
+//! Throughput of anchor derivation and token counting over every tau-bench airline turn.
+//!
+//! `cargo bench --bench derive_tokens` (add `-- --quick` for a fast pass).
+
+use std::hint::black_box;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use gatekeeper::coverage::derive::{AnchorSource, DEFAULT_ANCHOR_COUNT, derive_anchors};
+use gatekeeper::tau_bench;
+use gatekeeper::tokens::{TokenCounter, Tokenizer};
+
+/// Every turn's text with the source the service would derive anchors as.
+fn turns() -> Vec<(String, AnchorSource)> {
+    let conversations = tau_bench::read_gz(&tau_bench::default_path()).expect("tau-bench data");
+    conversations
+        .iter()
+        .flat_map(|c| &c.turns)
+        .map(|t| {
+            let source = if t.role == "tool" {
+                AnchorSource::ToolOutput
+            } else {
+                AnchorSource::Prose
+            };
+            (t.text().into_owned(), source)
+        })
+        .collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let turns = turns();
+    let bytes: u64 = turns.iter().map(|(text, _)| text.len() as u64).sum();
+
+    let mut group = c.benchmark_group("derive_anchors");
+    group.throughput(Throughput::Bytes(bytes));
+    group.bench_function("all_turns", |b| {
+        b.iter(|| {
+            for (text, source) in &turns {
+                black_box(derive_anchors(
+                    black_box(text),
+                    *source,
+                    DEFAULT_ANCHOR_COUNT,
+                ));
+            }
+        })
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("token_count");
+    group.throughput(Throughput::Bytes(bytes));
+    for tokenizer in Tokenizer::ALL {
+        // Built outside the timing: the first use per process loads the vocabulary.
+        let counter = TokenCounter::new(tokenizer);
+        counter.count("warm up");
+        group.bench_function(tokenizer.to_string(), |b| {
+            b.iter(|| {
+                let mut total = 0u64;
+                for (text, _) in &turns {
+                    total += u64::from(counter.count(black_box(text)));
+                }
+                black_box(total)
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

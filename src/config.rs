@@ -1,0 +1,341 @@
+//! Typed configuration: every setting is a flag and an environment variable, checked at start.
+
+use crate::coverage::derive::DEFAULT_ANCHOR_COUNT;
+use crate::coverage::{AnchorRule, CompressionRatio, Mode, Policy};
+use crate::domain::{Limits, TenantId};
+use crate::tokens::Tokenizer;
+use clap::{Args, ValueEnum};
+use sha2::{Digest, Sha256};
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/gatekeeper";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// `gatekeeper serve` settings.
+#[derive(Clone, Args)]
+pub struct ServeConfig {
+    /// Address to listen on. Without API keys only loopback addresses are allowed.
+    #[arg(long, env = "GATEKEEPER_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    #[command(flatten)]
+    pub database: DatabaseConfig,
+
+    /// API keys as comma-separated `tenant:key` pairs. None: single tenant, loopback only.
+    #[arg(long, env = "GATEKEEPER_API_KEYS", hide_env_values = true)]
+    pub api_keys: Option<String>,
+
+    /// File with one `tenant:key` pair per line (blank lines and `#` comments ignored).
+    #[arg(long, env = "GATEKEEPER_API_KEYS_FILE")]
+    pub api_keys_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub decision: DecisionConfig,
+
+    /// Largest request body in bytes.
+    #[arg(long, env = "GATEKEEPER_MAX_BODY_BYTES", default_value_t = 32 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// Most turns in one append.
+    #[arg(long, env = "GATEKEEPER_MAX_BATCH_TURNS", default_value_t = 10_000)]
+    pub max_batch_turns: usize,
+
+    /// Most anchors a client may give one turn.
+    #[arg(long, env = "GATEKEEPER_MAX_ANCHORS_PER_TURN", default_value_t = 64)]
+    pub max_anchors_per_turn: usize,
+
+    /// Seconds a request may take before it is answered 503.
+    #[arg(long, env = "GATEKEEPER_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
+    pub request_timeout_secs: u64,
+
+    /// Log format.
+    #[arg(
+        long,
+        env = "GATEKEEPER_LOG_FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
+    pub log_format: LogFormat,
+
+    /// Log filter (tracing-subscriber syntax), e.g. `info` or `gatekeeper=debug`.
+    #[arg(long, env = "GATEKEEPER_LOG", default_value = "info")]
+    pub log_level: String,
+}
+
+#[derive(Clone, Args)]
+pub struct DatabaseConfig {
+    /// Postgres URL; the database is created if missing.
+    #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL, hide_env_values = true)]
+    pub database_url: String,
+
+    /// Most pooled database connections.
+    #[arg(long, env = "GATEKEEPER_DB_POOL_SIZE", default_value_t = 16)]
+    pub pool_size: u32,
+
+    /// Seconds to wait for a pooled connection before answering 503.
+    #[arg(long, env = "GATEKEEPER_DB_ACQUIRE_TIMEOUT_SECS", default_value_t = 5)]
+    pub acquire_timeout_secs: u64,
+}
+
+#[derive(Clone, Args)]
+pub struct DecisionConfig {
+    /// Mode for proposals that do not name one.
+    #[arg(long, env = "GATEKEEPER_DEFAULT_MODE", default_value = "narrow", value_parser = parse_mode)]
+    pub default_mode: Mode,
+
+    /// Compression ratio R for system, user and assistant turns.
+    #[arg(long, env = "GATEKEEPER_PROSE_RATIO", default_value = "5")]
+    pub prose_ratio: CompressionRatio,
+
+    /// Compression ratio R for tool turns.
+    #[arg(long, env = "GATEKEEPER_TOOL_RATIO", default_value = "3")]
+    pub tool_ratio: CompressionRatio,
+
+    /// How many anchors must be present for a turn to count as anchored: all or any.
+    #[arg(long, env = "GATEKEEPER_ANCHOR_RULE", default_value = "all", value_parser = parse_anchor_rule)]
+    pub anchor_rule: AnchorRule,
+
+    /// Anchors derived for a turn that arrives without any.
+    #[arg(long, env = "GATEKEEPER_ANCHOR_COUNT", default_value_t = DEFAULT_ANCHOR_COUNT)]
+    pub anchor_count: usize,
+
+    /// Tokenizer for counting: o200k_base or cl100k_base.
+    #[arg(long, env = "GATEKEEPER_TOKENIZER", default_value = "o200k_base")]
+    pub tokenizer: Tokenizer,
+}
+
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    s.parse()
+}
+
+fn parse_anchor_rule(s: &str) -> Result<AnchorRule, String> {
+    s.parse()
+}
+
+impl DecisionConfig {
+    pub fn policy(&self) -> Policy {
+        Policy {
+            prose_ratio: self.prose_ratio,
+            tool_ratio: self.tool_ratio,
+            anchor_rule: self.anchor_rule,
+        }
+    }
+}
+
+impl Default for DecisionConfig {
+    fn default() -> Self {
+        Self {
+            default_mode: Mode::Narrow,
+            prose_ratio: CompressionRatio::PROSE_DEFAULT,
+            tool_ratio: CompressionRatio::TOOL_DEFAULT,
+            anchor_rule: AnchorRule::All,
+            anchor_count: DEFAULT_ANCHOR_COUNT,
+            tokenizer: Tokenizer::default(),
+        }
+    }
+}
+
+impl DatabaseConfig {
+    pub fn acquire_timeout(&self) -> Duration {
+        Duration::from_secs(self.acquire_timeout_secs)
+    }
+}
+
+impl ServeConfig {
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_batch_turns: self.max_batch_turns,
+            max_anchors_per_turn: self.max_anchors_per_turn,
+        }
+    }
+
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.request_timeout_secs)
+    }
+
+    /// Reads the keys from the flag, the env and the file, and checks the listen address.
+    pub fn api_keys(&self) -> Result<ApiKeys, String> {
+        let mut text = self.api_keys.clone().unwrap_or_default().replace(',', "\n");
+        if let Some(path) = &self.api_keys_file {
+            let file = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read the API keys file {}: {e}", path.display()))?;
+            text.push('\n');
+            text.push_str(&file);
+        }
+        let keys = ApiKeys::parse(&text)?;
+        if keys.is_empty() && !self.listen.ip().is_loopback() {
+            return Err(format!(
+                "no API keys are configured, so the service will only listen on loopback, not {}; \
+                 set GATEKEEPER_API_KEYS=tenant:key or listen on 127.0.0.1",
+                self.listen
+            ));
+        }
+        Ok(keys)
+    }
+
+    /// Every check that can fail before anything starts, as one line.
+    pub fn validate(&self) -> Result<ApiKeys, String> {
+        if self.max_body_bytes == 0 || self.max_batch_turns == 0 || self.request_timeout_secs == 0 {
+            return Err(
+                "max body bytes, max batch turns and request timeout must be positive".into(),
+            );
+        }
+        if self.decision.anchor_count == 0 || self.decision.anchor_count > self.max_anchors_per_turn
+        {
+            return Err(format!(
+                "anchor count must be between 1 and the max anchors per turn ({})",
+                self.max_anchors_per_turn
+            ));
+        }
+        if self.database.pool_size == 0 {
+            return Err("the database pool size must be positive".into());
+        }
+        tracing_subscriber::EnvFilter::try_new(&self.log_level)
+            .map_err(|e| format!("log level {:?} is not a valid filter: {e}", self.log_level))?;
+        self.api_keys()
+    }
+}
+
+impl fmt::Debug for ServeConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServeConfig")
+            .field("listen", &self.listen)
+            .field("database_url", &redact_url(&self.database.database_url))
+            .field("pool_size", &self.database.pool_size)
+            .field("api_keys", &self.api_keys.as_ref().map(|_| "<redacted>"))
+            .field("api_keys_file", &self.api_keys_file)
+            .field("default_mode", &self.decision.default_mode)
+            .field("policy", &self.decision.policy())
+            .field("anchor_count", &self.decision.anchor_count)
+            .field("tokenizer", &self.decision.tokenizer)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_batch_turns", &self.max_batch_turns)
+            .field("request_timeout_secs", &self.request_timeout_secs)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The URL with any password replaced, for logs.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:<redacted>{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Tenants' keys, kept only as SHA-256 digests.
+#[derive(Clone, Default)]
+pub struct ApiKeys {
+    entries: Vec<(TenantId, [u8; 32])>,
+}
+
+impl fmt::Debug for ApiKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let tenants: Vec<&str> = self.entries.iter().map(|(t, _)| t.as_str()).collect();
+        f.debug_struct("ApiKeys")
+            .field("tenants", &tenants)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ApiKeys {
+    /// Parses `tenant:key` pairs, one per line.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut entries = Vec::new();
+        for (n, line) in text.lines().map(str::trim).enumerate() {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (tenant, key) = line
+                .split_once(':')
+                .ok_or_else(|| format!("API key entry {} is not `tenant:key`", n + 1))?;
+            let tenant = TenantId::parse(tenant.trim())
+                .map_err(|e| format!("API key entry {}: {}", n + 1, e.message))?;
+            let key = key.trim();
+            if key.len() < 16 {
+                return Err(format!(
+                    "the API key of tenant {tenant} is shorter than 16 characters"
+                ));
+            }
+            entries.push((tenant, digest(key)));
+        }
+        Ok(Self { entries })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The tenant whose key this is; every entry is compared, each in constant time.
+    pub fn tenant_for(&self, presented: &str) -> Option<TenantId> {
+        use subtle::ConstantTimeEq;
+        let presented = digest(presented);
+        let mut found = None;
+        for (tenant, key) in &self.entries {
+            if bool::from(key.ct_eq(&presented)) {
+                found = Some(tenant.clone());
+            }
+        }
+        found
+    }
+}
+
+fn digest(key: &str) -> [u8; 32] {
+    Sha256::digest(key.as_bytes()).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_map_to_their_tenant_and_nothing_else() {
+        let keys = ApiKeys::parse("acme:0123456789abcdef\n# comment\n\nglobex : fedcba9876543210")
+            .unwrap();
+        assert_eq!(
+            keys.tenant_for("0123456789abcdef").unwrap().as_str(),
+            "acme"
+        );
+        assert_eq!(
+            keys.tenant_for("fedcba9876543210").unwrap().as_str(),
+            "globex"
+        );
+        assert!(keys.tenant_for("0123456789abcdeF").is_none());
+        assert!(keys.tenant_for("").is_none());
+        assert!(!format!("{keys:?}").contains("0123"));
+    }
+
+    #[test]
+    fn malformed_key_entries_are_refused_with_a_reason() {
+        assert!(
+            ApiKeys::parse("no-colon")
+                .unwrap_err()
+                .contains("tenant:key")
+        );
+        assert!(ApiKeys::parse("a:short").unwrap_err().contains("shorter"));
+        assert!(ApiKeys::parse("bad tenant:0123456789abcdef").is_err());
+    }
+
+    #[test]
+    fn passwords_in_database_urls_are_redacted() {
+        assert_eq!(
+            redact_url("postgres://u:secret@h:5432/db"),
+            "postgres://u:<redacted>@h:5432/db"
+        );
+        assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
+    }
+}

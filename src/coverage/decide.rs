@@ -1,0 +1,310 @@
+//! The rules: from a proposal and the raw turns of its range to a verdict.
+
+use super::model::{
+    AnchorRule, CoveragePath, Mode, Outcome, Policy, Proposal, Reason, Rejection, Role,
+    TruncationSignal, TurnDetail, TurnFacts, TurnStatus, Verdict,
+};
+use super::normalize::{AnchorId, AnchorSet, normalize};
+use super::ranges::{IdRange, IdRanges};
+
+/// A proposal that cannot be decided at all (rule 8): a client error, not a verdict.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProposalError {
+    #[error("`from` ({from}) is after `to` ({to})")]
+    FromAfterTo { from: i64, to: i64 },
+    #[error("`from` ({from}) is negative; turn ids start at 0")]
+    NegativeFrom { from: i64 },
+    #[error("`summary_budget` must be positive, got {budget}")]
+    NonPositiveBudget { budget: i64 },
+    #[error("`consumed` range [{}, {}] is malformed: its start is after its end", .range.start, .range.end)]
+    MalformedConsumed { range: IdRange },
+    #[error("`consumed` range [{}, {}] reaches outside [{from}, {to}]", .range.start, .range.end)]
+    ConsumedOutsideRange { range: IdRange, from: i64, to: i64 },
+    #[error("the turns do not match [{from}, {to}]: missing {missing}, unexpected {unexpected}")]
+    TurnsDoNotMatchRange {
+        from: i64,
+        to: i64,
+        missing: IdRanges,
+        unexpected: IdRanges,
+    },
+}
+
+const LENGTH_FINISH_REASONS: [&str; 3] = ["length", "max_tokens", "max_output_tokens"];
+
+/// Rule 3: every truncation tell that fires, in a fixed order.
+pub fn truncation_signals(proposal: &Proposal) -> Vec<TruncationSignal> {
+    let mut signals = Vec::new();
+    if proposal
+        .finish_reason
+        .as_deref()
+        .is_some_and(|r| LENGTH_FINISH_REASONS.contains(&r.trim().to_ascii_lowercase().as_str()))
+    {
+        signals.push(TruncationSignal::FinishReasonLength);
+    }
+    let trimmed = proposal.summary.trim();
+    if proposal
+        .end_marker
+        .as_deref()
+        .is_some_and(|marker| !trimmed.ends_with(marker))
+    {
+        signals.push(TruncationSignal::EndMarkerMissing);
+    }
+    if i64::from(proposal.summary_tokens) >= proposal.summary_budget {
+        signals.push(TruncationSignal::AtBudget);
+    }
+    if trimmed
+        .chars()
+        .next_back()
+        .is_some_and(|c| c.is_alphanumeric() || matches!(c, ',' | ';' | ':' | '-'))
+    {
+        signals.push(TruncationSignal::MidClause);
+    }
+    signals
+}
+
+fn validate(proposal: &Proposal, turns: &[TurnFacts]) -> Result<(), ProposalError> {
+    let (from, to) = (proposal.from, proposal.to);
+    if from > to {
+        return Err(ProposalError::FromAfterTo { from, to });
+    }
+    if from < 0 {
+        return Err(ProposalError::NegativeFrom { from });
+    }
+    if proposal.summary_budget <= 0 {
+        return Err(ProposalError::NonPositiveBudget {
+            budget: proposal.summary_budget,
+        });
+    }
+    for &range in proposal.consumed.iter().flatten() {
+        if range.start > range.end {
+            return Err(ProposalError::MalformedConsumed { range });
+        }
+        if range.start < from || range.end > to {
+            return Err(ProposalError::ConsumedOutsideRange { range, from, to });
+        }
+    }
+    // The turn ids must be exactly from..=to, each once.
+    let expected_len = (to - from) as u64 + 1;
+    if turns.len() as u64 == expected_len {
+        let mut seen = vec![false; turns.len()];
+        let exact = turns.iter().all(|t| {
+            let slot = usize::try_from(t.id - from)
+                .ok()
+                .filter(|&i| i < seen.len());
+            slot.is_some_and(|i| !std::mem::replace(&mut seen[i], true))
+        });
+        if exact {
+            return Ok(());
+        }
+    }
+    let mut ids: Vec<i64> = turns.iter().map(|t| t.id).collect();
+    ids.sort_unstable();
+    let duplicates = ids.windows(2).filter(|w| w[0] == w[1]).map(|w| w[0]);
+    let outside = ids.iter().copied().filter(|&id| id < from || id > to);
+    let present = IdRanges::from_ids(ids.iter().copied().filter(|&id| id >= from && id <= to));
+    Err(ProposalError::TurnsDoNotMatchRange {
+        from,
+        to,
+        missing: present.complement_within(from, to),
+        unexpected: IdRanges::from_ids(duplicates.chain(outside)),
+    })
+}
+
+/// What the anchors say about one turn.
+struct AnchorCheck {
+    has_anchors: bool,
+    anchored: bool,
+    missing: Vec<String>,
+}
+
+fn check_anchors(
+    turn: &TurnFacts,
+    ids: &[AnchorId],
+    found: &[Option<(usize, usize)>],
+    rule: AnchorRule,
+) -> AnchorCheck {
+    // Sorted and deduplicated so the verdict never depends on the order anchors were given in.
+    let mut missing: Vec<String> = turn
+        .anchors
+        .iter()
+        .zip(ids)
+        .filter(|(_, id)| found[**id].is_none())
+        .map(|(a, _)| a.clone())
+        .collect();
+    missing.sort_unstable();
+    missing.dedup();
+    let has_anchors = !turn.anchors.is_empty();
+    let anchored = has_anchors
+        && match rule {
+            AnchorRule::All => missing.is_empty(),
+            AnchorRule::Any => ids.iter().any(|id| found[*id].is_some()),
+        };
+    AnchorCheck {
+        has_anchors,
+        anchored,
+        missing,
+    }
+}
+
+/// Decides which turns of `[proposal.from, proposal.to]` the summary really covers.
+///
+/// `turns` must hold exactly the turns of that range, in any order.
+pub fn decide(
+    proposal: &Proposal,
+    turns: &[TurnFacts],
+    policy: &Policy,
+) -> Result<Verdict, ProposalError> {
+    validate(proposal, turns)?;
+    let mut turns: Vec<&TurnFacts> = turns.iter().collect();
+    turns.sort_unstable_by_key(|t| t.id);
+
+    // Rule 1: the compression ceiling.
+    let (mut prose_tokens, mut tool_tokens) = (0u64, 0u64);
+    for t in &turns {
+        match t.role {
+            Role::Tool => tool_tokens += u64::from(t.tokens),
+            Role::System | Role::User | Role::Assistant => prose_tokens += u64::from(t.tokens),
+        }
+    }
+    let required_budget = policy.required_budget(prose_tokens, tool_tokens);
+    let over_ceiling = required_budget > proposal.summary_budget as u64;
+
+    // Rule 3: truncation tells.
+    let truncation_signals = truncation_signals(proposal);
+    let truncated = !truncation_signals.is_empty();
+
+    // Rule 2: one pass over the summary for every anchor of the range.
+    let mut set = AnchorSet::new();
+    let anchor_ids: Vec<Vec<AnchorId>> = turns
+        .iter()
+        .map(|t| t.anchors.iter().map(|a| set.insert(a)).collect())
+        .collect();
+    let found = set.find_first(&normalize(&proposal.summary));
+    let checks: Vec<AnchorCheck> = turns
+        .iter()
+        .zip(&anchor_ids)
+        .map(|(t, ids)| check_anchors(t, ids, &found, policy.anchor_rule))
+        .collect();
+
+    let mut covered = IdRanges::new();
+    let mut uncovered = IdRanges::new();
+    let mut not_compacted = IdRanges::new();
+    let mut contradictions = IdRanges::new();
+    let mut details = Vec::new();
+    let mut mark = |id: i64, status: TurnStatus, reason: Reason, check: &AnchorCheck| {
+        match status {
+            TurnStatus::Uncovered => uncovered.push(id),
+            TurnStatus::NotCompacted => not_compacted.push(id),
+        }
+        details.push(TurnDetail {
+            id,
+            status,
+            reason,
+            missing_anchors: check.missing.clone(),
+        });
+    };
+    let unanchored_reason = |check: &AnchorCheck| {
+        if check.has_anchors {
+            Reason::AnchorMissing
+        } else {
+            Reason::NoAnchors
+        }
+    };
+
+    let (coverage_path, advanced_to) = match &proposal.consumed {
+        // Rule 4: the report is trusted only as far as the anchors bear it out.
+        Some(consumed) => {
+            let consumed = IdRanges::from_ranges(consumed.iter().copied());
+            for (t, check) in turns.iter().zip(&checks) {
+                let reported = consumed.contains(t.id);
+                if reported && (check.anchored || (!check.has_anchors && !truncated)) {
+                    covered.push(t.id);
+                } else if !reported {
+                    mark(t.id, TurnStatus::Uncovered, Reason::NotReported, check);
+                } else {
+                    if check.has_anchors {
+                        contradictions.push(t.id);
+                    }
+                    mark(t.id, TurnStatus::Uncovered, unanchored_reason(check), check);
+                }
+            }
+            (CoveragePath::Reported, Some(proposal.to))
+        }
+        // Rule 5: nothing suggests the summary ran out; the anchors decide each turn.
+        None if !over_ceiling && !truncated => {
+            for (t, check) in turns.iter().zip(&checks) {
+                if check.anchored {
+                    covered.push(t.id);
+                } else {
+                    mark(t.id, TurnStatus::Uncovered, unanchored_reason(check), check);
+                }
+            }
+            (CoveragePath::Anchors, Some(proposal.to))
+        }
+        // Rule 6: fail closed; never advance past the last turn the summary demonstrably reached.
+        None => {
+            let last_anchored = turns
+                .iter()
+                .zip(&checks)
+                .rev()
+                .find(|(_, c)| c.anchored)
+                .map(|(t, _)| t.id);
+            for (t, check) in turns.iter().zip(&checks) {
+                if last_anchored.is_some_and(|last| t.id <= last) {
+                    if check.anchored {
+                        covered.push(t.id);
+                    } else {
+                        mark(t.id, TurnStatus::Uncovered, unanchored_reason(check), check);
+                    }
+                } else {
+                    mark(
+                        t.id,
+                        TurnStatus::NotCompacted,
+                        Reason::BeyondLastAnchor,
+                        check,
+                    );
+                }
+            }
+            (CoveragePath::Anchors, last_anchored)
+        }
+    };
+
+    // Rule 7: the outcome.
+    let rejection = if covered.is_empty() {
+        Some(Rejection::NothingCovered)
+    } else if proposal.mode == Mode::Strict
+        && (!uncovered.is_empty() || !not_compacted.is_empty() || truncated)
+    {
+        Some(Rejection::StrictMode)
+    } else {
+        None
+    };
+    let outcome = match rejection {
+        Some(_) => Outcome::Rejected,
+        None if !not_compacted.is_empty() => Outcome::Partial,
+        None if !uncovered.is_empty() => Outcome::Narrowed,
+        None => Outcome::Accepted,
+    };
+
+    Ok(Verdict {
+        outcome,
+        rejection,
+        mode: proposal.mode,
+        from: proposal.from,
+        to: proposal.to,
+        advanced_to,
+        covered,
+        uncovered,
+        not_compacted,
+        contradictions,
+        prefix_tokens: prose_tokens + tool_tokens,
+        required_budget,
+        summary_budget: proposal.summary_budget,
+        summary_tokens: proposal.summary_tokens,
+        over_ceiling,
+        truncated,
+        truncation_signals,
+        coverage_path,
+        turns: details,
+    })
+}

@@ -1,0 +1,268 @@
+//! Text normalization and word-boundary anchor matching.
+//!
+//! Both anchors and summaries go through the same [`normalize`]: Unicode NFKC, full case
+//! folding, and every run of whitespace collapsed to one space (ends trimmed). Matching is done
+//! on the normalized text with one Aho-Corasick pass for every anchor of a range, and a match
+//! counts only at word boundaries.
+
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+use std::collections::HashMap;
+use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::char::canonical_combining_class;
+
+/// Normalized text plus, for each of its bytes, the range of original characters it came from,
+/// so matches can be reported as character offsets into the text the client sent.
+#[derive(Debug, Clone, Default)]
+pub struct NormalizedText {
+    text: String,
+    origin: Vec<(u32, u32)>,
+}
+
+impl NormalizedText {
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Character range `[start, end)` in the original text for a byte range of this text.
+    fn original_span(&self, start: usize, end: usize) -> (usize, usize) {
+        (
+            self.origin[start].0 as usize,
+            self.origin[end - 1].1 as usize,
+        )
+    }
+}
+
+/// Normalizes `text` (NFKC, full case folding, whitespace runs collapsed, ends trimmed).
+///
+/// Normalization runs per cluster (a starter and the characters that combine with it), which
+/// keeps the origin map exact; ASCII, the common case, takes a fast path.
+pub fn normalize(text: &str) -> NormalizedText {
+    let mut out = NormalizedText {
+        text: String::with_capacity(text.len()),
+        origin: Vec::with_capacity(text.len()),
+    };
+    let mut pending_space = false;
+    let mut chars = text.chars().enumerate().peekable();
+    let mut cluster = String::new();
+    while let Some((index, c)) = chars.next() {
+        let index = index as u32;
+        let simple = c.is_ascii()
+            && chars
+                .peek()
+                .is_none_or(|&(_, next)| !continues_cluster(next));
+        if simple {
+            if c.is_whitespace() {
+                pending_space = true;
+            } else {
+                let origin = (index, index + 1);
+                push_char(&mut out, &mut pending_space, c.to_ascii_lowercase(), origin);
+            }
+            continue;
+        }
+        cluster.clear();
+        cluster.push(c);
+        while let Some(&(_, next)) = chars.peek() {
+            if !continues_cluster(next) {
+                break;
+            }
+            cluster.push(next);
+            chars.next();
+        }
+        let origin = (index, index + cluster.chars().count() as u32);
+        let folded = caseless::default_case_fold_str(&cluster.nfkc().collect::<String>());
+        for n in folded.nfkc() {
+            if n.is_whitespace() {
+                pending_space = true;
+            } else {
+                push_char(&mut out, &mut pending_space, n, origin);
+            }
+        }
+    }
+    out
+}
+
+/// [`normalize`] without the origin map, for anchors; ASCII-only text takes a shortcut.
+pub fn normalize_text(text: &str) -> String {
+    if text.is_ascii() {
+        let mut out = String::with_capacity(text.len());
+        for word in text
+            .split(|c: char| c.is_whitespace())
+            .filter(|w| !w.is_empty())
+        {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.extend(word.chars().map(|c| c.to_ascii_lowercase()));
+        }
+        return out;
+    }
+    normalize(text).text
+}
+
+fn push_char(out: &mut NormalizedText, pending_space: &mut bool, c: char, origin: (u32, u32)) {
+    if std::mem::take(pending_space) && !out.text.is_empty() {
+        out.text.push(' ');
+        // The collapsed run ends just before this character.
+        let before = origin.0.saturating_sub(1);
+        out.origin.push((before, origin.0));
+    }
+    out.text.push(c);
+    out.origin.extend(std::iter::repeat_n(origin, c.len_utf8()));
+}
+
+/// Characters that compose with what precedes them: combining marks and Hangul vowel/final jamo.
+fn continues_cluster(c: char) -> bool {
+    !c.is_ascii() && canonical_combining_class(c) != 0
+        || ('\u{1160}'..='\u{11FF}').contains(&c)
+        || ('\u{D7B0}'..='\u{D7FF}').contains(&c)
+}
+
+/// A letter, digit or combining mark: the characters a word boundary may not cut through.
+fn is_word_char(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_alphanumeric();
+    }
+    c.is_alphanumeric() || canonical_combining_class(c) != 0
+}
+
+fn at_word_boundary(text: &str, start: usize, end: usize) -> bool {
+    let before = text[..start].chars().next_back();
+    let after = text[end..].chars().next();
+    !before.is_some_and(is_word_char) && !after.is_some_and(is_word_char)
+}
+
+/// A set of anchors compiled once, deduplicated after normalization, searched in one pass.
+#[derive(Debug)]
+pub struct AnchorSet {
+    /// Normalized pattern per distinct anchor; empty patterns can never be present.
+    patterns: Vec<String>,
+    by_normalized: HashMap<String, usize>,
+}
+
+/// Index of an anchor inside an [`AnchorSet`].
+pub type AnchorId = usize;
+
+impl AnchorSet {
+    pub fn new() -> Self {
+        Self {
+            patterns: Vec::new(),
+            by_normalized: HashMap::new(),
+        }
+    }
+
+    /// Adds an anchor (raw, as the client gave it) and returns its id; equal anchors after
+    /// normalization share one id.
+    pub fn insert(&mut self, anchor: &str) -> AnchorId {
+        let normalized = normalize_text(anchor);
+        if let Some(&id) = self.by_normalized.get(&normalized) {
+            return id;
+        }
+        let id = self.patterns.len();
+        self.patterns.push(normalized.clone());
+        self.by_normalized.insert(normalized, id);
+        id
+    }
+
+    pub fn len(&self) -> usize {
+        self.patterns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+
+    /// For every anchor, the byte range of its first word-bounded occurrence in `haystack`.
+    pub fn find_first(&self, haystack: &NormalizedText) -> Vec<Option<(usize, usize)>> {
+        let mut found = vec![None; self.patterns.len()];
+        // Patterns that normalize to nothing are left out: they are never present.
+        let (ids, patterns): (Vec<usize>, Vec<&str>) = self
+            .patterns
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| !p.is_empty())
+            .map(|(i, p)| (i, p.as_str()))
+            .unzip();
+        if patterns.is_empty() {
+            return found;
+        }
+        let automaton = AhoCorasick::builder()
+            .match_kind(MatchKind::Standard)
+            // Built once per decision and used for one pass: construction time dominates.
+            .kind(Some(AhoCorasickKind::NoncontiguousNFA))
+            .build(&patterns)
+            .expect("anchor patterns are plain strings; building the automaton cannot fail");
+        let text = haystack.as_str();
+        let mut remaining = patterns.len();
+        for m in automaton.find_overlapping_iter(text) {
+            let id = ids[m.pattern().as_usize()];
+            if found[id].is_none() && at_word_boundary(text, m.start(), m.end()) {
+                found[id] = Some((m.start(), m.end()));
+                remaining -= 1;
+                if remaining == 0 {
+                    break;
+                }
+            }
+        }
+        found
+    }
+}
+
+impl Default for AnchorSet {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Where one anchor occurs in a summary, as character offsets `[start, end)` of the original.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Evidence {
+    pub anchor: String,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// Whether `anchor` occurs in `text` under the matching rules (convenience for single checks).
+pub fn anchor_present(anchor: &str, text: &str) -> bool {
+    !locate(&[anchor], text).is_empty()
+}
+
+/// The first word-bounded occurrence of each anchor that is present in `summary`.
+pub fn locate(anchors: &[impl AsRef<str>], summary: &str) -> Vec<Evidence> {
+    let mut set = AnchorSet::new();
+    let ids: Vec<AnchorId> = anchors.iter().map(|a| set.insert(a.as_ref())).collect();
+    let normalized = normalize(summary);
+    let found = set.find_first(&normalized);
+    anchors
+        .iter()
+        .zip(ids)
+        .filter_map(|(anchor, id)| {
+            let (start, end) = found[id]?;
+            let (start, end) = normalized.original_span(start, end);
+            Some(Evidence {
+                anchor: anchor.as_ref().to_owned(),
+                start,
+                end,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whitespace_runs_collapse_and_ends_are_trimmed() {
+        assert_eq!(normalize("  New \n\t YORK  ").as_str(), "new york");
+    }
+
+    #[test]
+    fn evidence_offsets_point_into_the_original_text() {
+        let summary = "Réservation  ZFA04Y confirmed";
+        let found = locate(&["zfa04y"], summary);
+        assert_eq!(found.len(), 1);
+        let chars: Vec<char> = summary.chars().collect();
+        let slice: String = chars[found[0].start..found[0].end].iter().collect();
+        assert_eq!(slice, "ZFA04Y");
+    }
+}

@@ -1,0 +1,239 @@
+//! One error type for every handler, rendered as RFC 9457 `application/problem+json`.
+
+use crate::api::VerdictResponse;
+use crate::coverage::{IdRanges, ProposalError};
+use crate::domain::Invalid;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("missing or malformed credentials")]
+    Unauthorized,
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{detail}")]
+    BadRequest {
+        detail: String,
+        field: Option<String>,
+    },
+    #[error("{0}")]
+    Invalid(#[from] Invalid),
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    #[error("{detail}")]
+    Conflict {
+        detail: String,
+        extra: Map<String, Value>,
+    },
+    #[error("{detail}")]
+    Unprocessable {
+        detail: String,
+        extra: Map<String, Value>,
+    },
+    /// The decision rejected the proposal; the body carries the whole verdict.
+    #[error("the proposal was rejected")]
+    Rejected(Box<VerdictResponse>),
+    /// The database could not be reached or did not answer in time: retry later.
+    #[error("database unavailable: {0}")]
+    Unavailable(#[source] sqlx::Error),
+    #[error("request timed out")]
+    Timeout,
+    #[error("internal error: {0:#}")]
+    Internal(#[from] anyhow::Error),
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        if is_unavailable(&e) {
+            Error::Unavailable(e)
+        } else {
+            Error::Internal(e.into())
+        }
+    }
+}
+
+/// Faults that a retry may fix: connection loss, pool exhaustion, a restarting server.
+fn is_unavailable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Tls(_) => true,
+        sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| {
+            // 57P01..03: admin shutdown / crash shutdown / cannot connect now; 08xxx: connection
+            // exceptions; 53300: too many connections; 40001/40P01: serialization / deadlock.
+            code.starts_with("08")
+                || code.starts_with("57P")
+                || code == "53300"
+                || code == "40001"
+                || code == "40P01"
+        }),
+        _ => false,
+    }
+}
+
+impl From<ProposalError> for Error {
+    fn from(e: ProposalError) -> Self {
+        let mut extra = Map::new();
+        let field = match &e {
+            ProposalError::FromAfterTo { .. } => "to",
+            ProposalError::NegativeFrom { .. } => "from",
+            ProposalError::NonPositiveBudget { .. } => "summary_budget",
+            ProposalError::MalformedConsumed { .. }
+            | ProposalError::ConsumedOutsideRange { .. } => "consumed",
+            ProposalError::TurnsDoNotMatchRange { missing, .. } => {
+                extra.insert("missing_ids".into(), json!(missing));
+                "to"
+            }
+        };
+        extra.insert("field".into(), json!(field));
+        Error::Unprocessable {
+            detail: e.to_string(),
+            extra,
+        }
+    }
+}
+
+impl Error {
+    pub fn conflict(detail: impl Into<String>, extra: Value) -> Self {
+        Error::Conflict {
+            detail: detail.into(),
+            extra: into_map(extra),
+        }
+    }
+
+    pub fn unprocessable(detail: impl Into<String>, extra: Value) -> Self {
+        Error::Unprocessable {
+            detail: detail.into(),
+            extra: into_map(extra),
+        }
+    }
+
+    pub fn ids_not_in_log(missing: &IdRanges) -> Self {
+        Self::unprocessable(
+            format!("turn ids {missing} are not in the log"),
+            json!({ "missing_ids": missing, "field": "to" }),
+        )
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Error::Unauthorized => StatusCode::UNAUTHORIZED,
+            Error::NotFound(_) => StatusCode::NOT_FOUND,
+            Error::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            Error::Invalid(_) | Error::Unprocessable { .. } | Error::Rejected(_) => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
+            Error::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::Conflict { .. } => StatusCode::CONFLICT,
+            Error::Unavailable(_) | Error::Timeout => StatusCode::SERVICE_UNAVAILABLE,
+            Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The last segment of the problem `type` URI; documented in the README.
+    fn slug(&self) -> &'static str {
+        match self {
+            Error::Unauthorized => "unauthorized",
+            Error::NotFound(_) => "not-found",
+            Error::BadRequest { .. } => "bad-request",
+            Error::Invalid(_) | Error::Unprocessable { .. } => "invalid-request",
+            Error::Rejected(_) => "proposal-rejected",
+            Error::UnsupportedMediaType(_) => "unsupported-media-type",
+            Error::PayloadTooLarge(_) => "payload-too-large",
+            Error::Conflict { .. } => "conflict",
+            Error::Unavailable(_) | Error::Timeout => "unavailable",
+            Error::Internal(_) => "internal",
+        }
+    }
+}
+
+fn into_map(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let mut body = Map::new();
+        body.insert(
+            "type".into(),
+            json!(format!("urn:gatekeeper:problem:{}", self.slug())),
+        );
+        body.insert(
+            "title".into(),
+            json!(status.canonical_reason().unwrap_or("Error")),
+        );
+        body.insert("status".into(), json!(status.as_u16()));
+        let detail = match &self {
+            // Causes of 5xx are logged once here and never shown to the client.
+            Error::Internal(cause) => {
+                tracing::error!(error = format!("{cause:#}"), "internal error");
+                "an internal error occurred; it has been logged".to_owned()
+            }
+            Error::Unavailable(cause) => {
+                tracing::warn!(error = %cause, "database unavailable");
+                "the database is unavailable; retry shortly".to_owned()
+            }
+            other => other.to_string(),
+        };
+        body.insert("detail".into(), json!(detail));
+        match self {
+            Error::Invalid(invalid) => {
+                body.insert("field".into(), json!(invalid.field));
+            }
+            Error::BadRequest {
+                field: Some(field), ..
+            } => {
+                body.insert("field".into(), json!(field));
+            }
+            Error::Conflict { extra, .. } | Error::Unprocessable { extra, .. } => {
+                body.extend(extra)
+            }
+            Error::Rejected(verdict) => {
+                if let Value::Object(fields) = json!(verdict) {
+                    body.extend(fields);
+                }
+                body.insert("detail".into(), json!(rejection_detail(&verdict)));
+            }
+            _ => {}
+        }
+        let mut response = (status, axum::Json(Value::Object(body))).into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        if status == StatusCode::UNAUTHORIZED {
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+fn rejection_detail(v: &VerdictResponse) -> String {
+    let v = &v.verdict;
+    match v.rejection {
+        Some(crate::coverage::Rejection::StrictMode) => format!(
+            "strict mode: the summary does not cover the whole range (uncovered {}, not compacted {}, truncated: {}); nothing was persisted",
+            v.uncovered, v.not_compacted, v.truncated
+        ),
+        _ => format!(
+            "the summary covers no turn of [{}, {}]; nothing was persisted",
+            v.from, v.to
+        ),
+    }
+}

@@ -1,0 +1,223 @@
+//! Compaction proposals: decided against the log, persisted only as far as they hold.
+
+use super::{conversation_id, conversation_not_found, cpu};
+use crate::api::{
+    CheckpointItem, CheckpointListResponse, CheckpointResponse, CompactionRequestBody,
+    VerdictResponse,
+};
+use crate::coverage::{IdRanges, Outcome, Proposal, TurnStatus, Verdict, decide};
+use crate::domain::{CompactionRequest, ConversationId, ExpectedCheckpoint};
+use crate::http::extract::{ApiJson, ApiPath, Tenant};
+use crate::http::{AppState, Error, Result};
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde_json::json;
+
+pub async fn propose(
+    Tenant(tenant): Tenant,
+    State(state): State<AppState>,
+    ApiPath(conversation): ApiPath<String>,
+    ApiJson(body): ApiJson<CompactionRequestBody>,
+) -> Result<(StatusCode, Json<VerdictResponse>)> {
+    let conversation = conversation_id(&conversation)?;
+    let request = CompactionRequest::parse(body)?;
+    let tokens = state.tokens;
+    let (request, summary_tokens) = cpu(move || {
+        let n = tokens.count(&request.summary);
+        (request, n)
+    })
+    .await?;
+
+    let mut decision = state
+        .store
+        .begin_decision(&tenant, &conversation)
+        .await?
+        .ok_or_else(|| conversation_not_found(&conversation))?;
+    if !request
+        .expected_checkpoint
+        .admits(decision.latest_checkpoint)
+    {
+        return Err(stale_checkpoint(
+            request.expected_checkpoint,
+            decision.latest_checkpoint,
+        ));
+    }
+    if request.to >= decision.next_id {
+        return Err(Error::ids_not_in_log(&IdRanges::from_ranges([
+            crate::coverage::IdRange::new(decision.next_id.max(request.from), request.to),
+        ])));
+    }
+    let turns = decision.turn_facts(request.from, request.to).await?;
+    let proposal = Proposal {
+        from: request.from,
+        to: request.to,
+        summary: request.summary,
+        summary_budget: request.summary_budget,
+        summary_tokens,
+        consumed: request.consumed,
+        finish_reason: request.finish_reason.map(|r| r.into_inner()),
+        end_marker: request.end_marker.map(|m| m.into_inner()),
+        mode: request.mode.unwrap_or(state.default_mode),
+    };
+    let policy = state.policy;
+    let (proposal, verdict) = cpu(move || {
+        let verdict = decide(&proposal, &turns, &policy);
+        (proposal, verdict)
+    })
+    .await?;
+    let verdict = verdict?;
+
+    let persist = verdict.outcome != Outcome::Rejected && !request.dry_run;
+    let checkpoint_id = if persist {
+        Some(decision.persist(&verdict, &proposal.summary).await?)
+    } else {
+        None
+    };
+    // Dropping an unpersisted decision rolls it back and releases the conversation.
+    record(&conversation, checkpoint_id, &verdict, request.dry_run);
+    let response = VerdictResponse {
+        conversation: conversation.to_string(),
+        checkpoint_id,
+        dry_run: request.dry_run,
+        verdict,
+    };
+    match (response.verdict.outcome, request.dry_run) {
+        (Outcome::Rejected, _) => Err(Error::Rejected(Box::new(response))),
+        (_, true) => Ok((StatusCode::OK, Json(response))),
+        (_, false) => Ok((StatusCode::CREATED, Json(response))),
+    }
+}
+
+fn stale_checkpoint(expected: ExpectedCheckpoint, latest: Option<i64>) -> Error {
+    let expected = match expected {
+        ExpectedCheckpoint::Latest(id) => json!(id),
+        _ => json!(null),
+    };
+    Error::conflict(
+        format!(
+            "expected_checkpoint is {expected} but the latest checkpoint is {}",
+            json!(latest)
+        ),
+        json!({ "expected_checkpoint": expected, "latest_checkpoint": latest, "field": "expected_checkpoint" }),
+    )
+}
+
+/// Every decision is loud: one log event and the counters, whatever the outcome.
+fn record(conversation: &ConversationId, checkpoint_id: Option<i64>, v: &Verdict, dry_run: bool) {
+    if !dry_run {
+        metrics::counter!("gatekeeper_compactions_total", "outcome" => v.outcome.as_str())
+            .increment(1);
+        // Turn counts describe persisted pointer sets; a rejected verdict persists none.
+        if checkpoint_id.is_some() {
+            metrics::counter!("gatekeeper_compaction_turns_total", "status" => "covered")
+                .increment(v.covered.count());
+            metrics::counter!("gatekeeper_compaction_turns_total", "status" => "uncovered")
+                .increment(v.uncovered.count());
+            metrics::counter!("gatekeeper_compaction_turns_total", "status" => "not_compacted")
+                .increment(v.not_compacted.count());
+        }
+        for signal in &v.truncation_signals {
+            metrics::counter!("gatekeeper_truncated_summaries_total", "signal" => signal.as_str())
+                .increment(1);
+        }
+        metrics::counter!("gatekeeper_coverage_contradictions_total")
+            .increment(v.contradictions.count());
+    }
+    let signals: Vec<&str> = v.truncation_signals.iter().map(|s| s.as_str()).collect();
+    let not_compacted = v
+        .turns
+        .iter()
+        .filter(|t| t.status == TurnStatus::NotCompacted)
+        .count();
+    macro_rules! event {
+        ($level:ident) => {
+            tracing::$level!(
+                conversation = %conversation,
+                checkpoint = ?checkpoint_id,
+                outcome = v.outcome.as_str(),
+                dry_run,
+                from = v.from,
+                to = v.to,
+                advanced_to = ?v.advanced_to,
+                covered = v.covered.count(),
+                uncovered = v.uncovered.count(),
+                not_compacted,
+                contradictions = v.contradictions.count(),
+                over_ceiling = v.over_ceiling,
+                truncation_signals = ?signals,
+                "compaction decided"
+            )
+        };
+    }
+    if v.outcome == Outcome::Accepted {
+        event!(info);
+    } else {
+        event!(warn);
+    }
+}
+
+pub async fn list(
+    Tenant(tenant): Tenant,
+    State(state): State<AppState>,
+    ApiPath(conversation): ApiPath<String>,
+) -> Result<Json<CheckpointListResponse>> {
+    let conversation = conversation_id(&conversation)?;
+    if state
+        .store
+        .conversation(&tenant, &conversation)
+        .await?
+        .is_none()
+    {
+        return Err(conversation_not_found(&conversation));
+    }
+    let checkpoints = state
+        .store
+        .checkpoints(&tenant, &conversation)
+        .await?
+        .into_iter()
+        .map(|row| {
+            let v = row.verdict;
+            CheckpointItem {
+                checkpoint_id: row.checkpoint_id,
+                created_at: row.created_at,
+                from: v.from,
+                to: v.to,
+                advanced_to: v.advanced_to.unwrap_or(v.to),
+                outcome: v.outcome,
+                covered: v.covered,
+                uncovered: v.uncovered,
+                not_compacted: v.not_compacted,
+                summary_tokens: v.summary_tokens,
+            }
+        })
+        .collect();
+    Ok(Json(CheckpointListResponse {
+        conversation: conversation.to_string(),
+        checkpoints,
+    }))
+}
+
+pub async fn one(
+    Tenant(tenant): Tenant,
+    State(state): State<AppState>,
+    ApiPath((conversation, checkpoint_id)): ApiPath<(String, i64)>,
+) -> Result<Json<CheckpointResponse>> {
+    let conversation = conversation_id(&conversation)?;
+    let row = state
+        .store
+        .checkpoint(&tenant, &conversation, checkpoint_id)
+        .await?
+        .ok_or_else(|| {
+            Error::NotFound(format!(
+                "checkpoint {checkpoint_id} of conversation {conversation} does not exist"
+            ))
+        })?;
+    Ok(Json(CheckpointResponse {
+        conversation: conversation.to_string(),
+        checkpoint_id: row.checkpoint_id,
+        created_at: row.created_at,
+        summary: row.summary.unwrap_or_default(),
+        verdict: row.verdict,
+    }))
+}

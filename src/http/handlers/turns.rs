@@ -1,0 +1,180 @@
+//! Appending to the raw log and reading it back.
+
+use super::{conversation_id, conversation_not_found, cpu};
+use crate::api::{
+    AppendTurnsRequest, AppendTurnsResponse, AppendedTurn, CheckpointRef, ConversationResponse,
+    TurnResponse,
+};
+use crate::append::{AppendConflict, PreparedTurn};
+use crate::coverage::Role;
+use crate::coverage::derive::{AnchorSource, derive_anchors};
+use crate::domain::{AppendRequest, NewTurn};
+use crate::http::extract::{ApiJson, ApiPath, Tenant};
+use crate::http::{AppState, Error, Result};
+use crate::store::AppendResult;
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde_json::json;
+
+pub async fn append(
+    Tenant(tenant): Tenant,
+    State(state): State<AppState>,
+    ApiPath(conversation): ApiPath<String>,
+    ApiJson(body): ApiJson<AppendTurnsRequest>,
+) -> Result<(StatusCode, Json<AppendTurnsResponse>)> {
+    let conversation = conversation_id(&conversation)?;
+    let request = AppendRequest::parse(body, state.limits)?;
+    let (tokens, anchor_count) = (state.tokens, state.anchor_count);
+    let prepared = cpu(move || {
+        request
+            .turns
+            .into_iter()
+            .map(|t| prepare(t, &tokens, anchor_count))
+            .collect::<Vec<_>>()
+    })
+    .await?;
+    let plan = match state.store.append(&tenant, &conversation, prepared).await? {
+        AppendResult::Done(plan) => plan,
+        AppendResult::Conflict(conflict) => return Err(conflict_error(conflict)),
+    };
+    let (appended, replayed) = (plan.new.len() as u64, plan.replayed.len() as u64);
+    // Replays are reported too, so a retried batch gets the answer the first try got.
+    let mut turns: Vec<AppendedTurn> = plan
+        .new
+        .into_iter()
+        .chain(plan.replayed)
+        .map(|t| AppendedTurn {
+            id: t.id,
+            tokens: t.tokens,
+            anchors: t.anchors,
+        })
+        .collect();
+    turns.sort_by_key(|t| t.id);
+    turns.dedup_by_key(|t| t.id);
+    metrics::counter!("gatekeeper_turns_appended_total").increment(appended);
+    let status = if appended == 0 {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok((
+        status,
+        Json(AppendTurnsResponse {
+            conversation: conversation.to_string(),
+            appended,
+            replayed,
+            next_id: plan.next_id,
+            turns,
+        }),
+    ))
+}
+
+/// Fills in what the client left out: tokens counted, anchors derived from the content.
+fn prepare(
+    turn: NewTurn,
+    tokens: &crate::tokens::TokenCounter,
+    anchor_count: usize,
+) -> PreparedTurn {
+    let source = if turn.role == Role::Tool {
+        AnchorSource::ToolOutput
+    } else {
+        AnchorSource::Prose
+    };
+    PreparedTurn {
+        id: turn.id,
+        role: turn.role,
+        tokens: turn.tokens.unwrap_or_else(|| tokens.count(&turn.content)),
+        anchors: match turn.anchors {
+            Some(anchors) => anchors.into_iter().map(|a| a.into_inner()).collect(),
+            None => derive_anchors(&turn.content, source, anchor_count),
+        },
+        external_id: turn.external_id.map(|e| e.into_inner()),
+        content: turn.content,
+    }
+}
+
+fn conflict_error(conflict: AppendConflict) -> Error {
+    match conflict {
+        AppendConflict::Differs { ids } => Error::conflict(
+            format!(
+                "turns {ids:?} are already stored with different content; nothing of the batch was written"
+            ),
+            json!({ "conflicting_ids": ids }),
+        ),
+        AppendConflict::Gap {
+            index,
+            id,
+            expected,
+        } => Error::conflict(
+            format!(
+                "turns[{index}] has id {id} but the next id is {expected}; ids have no gaps, nothing was written"
+            ),
+            json!({ "id": id, "expected_id": expected, "field": format!("turns[{index}].id") }),
+        ),
+        AppendConflict::DuplicateInBatch { id } => Error::conflict(
+            format!("id {id} appears twice in the batch with different turns; nothing was written"),
+            json!({ "conflicting_ids": [id] }),
+        ),
+    }
+}
+
+pub async fn turn(
+    Tenant(tenant): Tenant,
+    State(state): State<AppState>,
+    ApiPath((conversation, id)): ApiPath<(String, i64)>,
+) -> Result<Json<TurnResponse>> {
+    let conversation = conversation_id(&conversation)?;
+    let stored = state
+        .store
+        .turn(&tenant, &conversation, id)
+        .await?
+        .ok_or_else(|| {
+            Error::NotFound(format!(
+                "turn {id} of conversation {conversation} is not in the log"
+            ))
+        })?;
+    let t = stored.turn;
+    Ok(Json(TurnResponse {
+        id: t.id,
+        role: t.role,
+        content: t.content,
+        tokens: t.tokens,
+        anchors: t.anchors,
+        external_id: t.external_id,
+        created_at: stored.created_at,
+    }))
+}
+
+pub async fn conversation(
+    Tenant(tenant): Tenant,
+    State(state): State<AppState>,
+    ApiPath(conversation): ApiPath<String>,
+) -> Result<Json<ConversationResponse>> {
+    let conversation = conversation_id(&conversation)?;
+    let row = state
+        .store
+        .conversation(&tenant, &conversation)
+        .await?
+        .ok_or_else(|| conversation_not_found(&conversation))?;
+    let latest_checkpoint = row
+        .latest
+        .map(|(checkpoint_id, from, advanced_to, outcome)| {
+            let outcome =
+                serde_json::from_value(json!(outcome)).map_err(|e| Error::Internal(e.into()))?;
+            Ok::<_, Error>(CheckpointRef {
+                checkpoint_id,
+                from,
+                advanced_to,
+                outcome,
+            })
+        })
+        .transpose()?;
+    Ok(Json(ConversationResponse {
+        conversation: conversation.to_string(),
+        next_id: row.next_id,
+        total_tokens: row.total_tokens,
+        checkpoints: row.checkpoint_count,
+        latest_checkpoint,
+    }))
+}

@@ -1,0 +1,95 @@
+//! The HTTP service: state, router and the layers around it.
+
+pub mod error;
+mod extract;
+mod handlers;
+pub mod metrics;
+
+pub use error::{Error, Result};
+
+use crate::config::ApiKeys;
+use crate::coverage::{Mode, Policy};
+use crate::domain::Limits;
+use crate::store::Store;
+use crate::tokens::TokenCounter;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderName, Request};
+use axum::routing::{get, post};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tower_http::compression::CompressionLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+
+/// What every handler shares. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub keys: Arc<ApiKeys>,
+    pub policy: Policy,
+    pub default_mode: Mode,
+    pub limits: Limits,
+    pub tokens: TokenCounter,
+    pub anchor_count: usize,
+    pub max_body_bytes: usize,
+    pub request_timeout: Duration,
+    /// Set when shutdown starts: `/readyz` turns unready so traffic moves elsewhere.
+    pub draining: Arc<AtomicBool>,
+}
+
+impl AppState {
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+}
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+pub fn router(state: AppState) -> Router {
+    use handlers::*;
+    // Install the recorder before the first request, or early counts would go nowhere.
+    metrics::handle();
+    let conversation = "/v1/conversations/{conversation}";
+    let api = Router::new()
+        .route(conversation, get(turns::conversation))
+        .route(&format!("{conversation}/turns"), post(turns::append))
+        .route(&format!("{conversation}/turns/{{id}}"), get(turns::turn))
+        .route(
+            &format!("{conversation}/compactions"),
+            post(compactions::propose).get(compactions::list),
+        )
+        .route(
+            &format!("{conversation}/compactions/{{checkpoint_id}}"),
+            get(compactions::one),
+        )
+        .route(
+            &format!("{conversation}/reconstruct/{{turn}}"),
+            get(reads::reconstruct),
+        )
+        .route(&format!("{conversation}/context"), get(reads::context))
+        .route(
+            &format!("{conversation}/compaction-plan"),
+            get(reads::compaction_plan),
+        )
+        .layer(DefaultBodyLimit::max(state.max_body_bytes));
+    let timeout = state.request_timeout;
+    Router::new()
+        .merge(api)
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/metrics", get(health::metrics))
+        .fallback(health::not_found)
+        .layer(axum::middleware::from_fn(move |req, next| metrics::track(req, next, timeout)))
+        .layer(CompressionLayer::new())
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
+                let id = req.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("-");
+                tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
+            }),
+        )
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        .with_state(state)
+}

@@ -1,0 +1,114 @@
+//! Starting and stopping: state from configuration, serving on a given listener, draining.
+
+use crate::config::{ApiKeys, DecisionConfig, LogFormat, ServeConfig};
+use crate::http::{AppState, router};
+use crate::store::Store;
+use crate::tokens::TokenCounter;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+impl AppState {
+    /// State for a store and validated settings.
+    pub fn new(store: Store, config: &ServeConfig, keys: ApiKeys) -> Self {
+        Self::with_decision(
+            store,
+            keys,
+            &config.decision,
+            config.limits(),
+            config.max_body_bytes,
+            config.request_timeout(),
+        )
+    }
+
+    pub fn with_decision(
+        store: Store,
+        keys: ApiKeys,
+        decision: &DecisionConfig,
+        limits: crate::domain::Limits,
+        max_body_bytes: usize,
+        request_timeout: Duration,
+    ) -> Self {
+        Self {
+            store,
+            keys: Arc::new(keys),
+            policy: decision.policy(),
+            default_mode: decision.default_mode,
+            limits,
+            tokens: TokenCounter::new(decision.tokenizer),
+            anchor_count: decision.anchor_count,
+            max_body_bytes,
+            request_timeout,
+            draining: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+/// Serves until `shutdown` resolves, then stops accepting, marks the service unready and lets
+/// in-flight requests finish.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let draining = state.draining.clone();
+    let app = router(state);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            draining.store(true, Ordering::SeqCst);
+            tracing::info!("shutting down: draining in-flight requests");
+        })
+        .await
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+}
+
+pub fn init_tracing(format: LogFormat, filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let _ = match format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+}
+
+/// `gatekeeper serve`: validate, connect, migrate, listen, serve, drain, close.
+pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
+    let keys = config.validate().map_err(anyhow::Error::msg)?;
+    init_tracing(config.log_format, &config.log_level);
+    if keys.is_empty() {
+        tracing::warn!(listen = %config.listen, "no API keys configured: single tenant, loopback only");
+    }
+    tracing::info!(?config, "starting");
+    let store = Store::connect(&config.database).await?;
+    let listener = TcpListener::bind(config.listen).await?;
+    tracing::info!(address = %listener.local_addr()?, "listening");
+    let state = AppState::new(store.clone(), &config, keys);
+    serve(listener, state, shutdown_signal()).await?;
+    store.close().await;
+    tracing::info!("stopped");
+    Ok(())
+}

@@ -1,0 +1,215 @@
+//! Appending to and reading from the raw turn log.
+
+use super::{Store, decode_text, decode_tokens, parse_role};
+use crate::append::{AppendConflict, AppendPlan, LoggedTurn, PreparedTurn, plan_append};
+use crate::domain::{ConversationId, TenantId};
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+use sqlx::{Postgres, Row, Transaction};
+
+/// A stored turn with its metadata.
+#[derive(Debug, Clone)]
+pub struct StoredTurn {
+    pub turn: LoggedTurn,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ConversationRow {
+    pub next_id: i64,
+    pub total_tokens: i64,
+    pub checkpoint_count: i64,
+    pub latest: Option<(i64, i64, i64, String)>,
+}
+
+pub enum AppendResult {
+    Done(AppendPlan),
+    Conflict(AppendConflict),
+}
+
+impl Store {
+    /// Appends a batch in one transaction, all or nothing, serialized per conversation.
+    pub async fn append(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        batch: Vec<PreparedTurn>,
+    ) -> Result<AppendResult, sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("INSERT INTO conversations (tenant, conversation) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+            .bind(tenant.as_str())
+            .bind(conversation.as_str())
+            .execute(&mut *tx)
+            .await?;
+        let next_id: i64 = lock_conversation(&mut tx, tenant, conversation)
+            .await?
+            .expect("the row was just upserted in this transaction");
+        let named: Vec<i64> = batch
+            .iter()
+            .filter_map(|t| t.id)
+            .filter(|&id| id < next_id)
+            .collect();
+        let stored = if named.is_empty() {
+            Vec::new()
+        } else {
+            load_turns(&mut tx, tenant, conversation, &named).await?
+        };
+        let plan = match plan_append(next_id, batch, &stored) {
+            Ok(plan) => plan,
+            Err(conflict) => return Ok(AppendResult::Conflict(conflict)),
+        };
+        if !plan.new.is_empty() {
+            insert_turns(&mut tx, tenant, conversation, &plan.new).await?;
+            let added: i64 = plan.new.iter().map(|t| i64::from(t.tokens)).sum();
+            sqlx::query(
+                "UPDATE conversations SET next_id = $3, total_tokens = total_tokens + $4 \
+                 WHERE tenant = $1 AND conversation = $2",
+            )
+            .bind(tenant.as_str())
+            .bind(conversation.as_str())
+            .bind(plan.next_id)
+            .bind(added)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(AppendResult::Done(plan))
+    }
+
+    pub async fn turn(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        id: i64,
+    ) -> Result<Option<StoredTurn>, sqlx::Error> {
+        let row = sqlx::query(
+            "SELECT id, role, content, tokens, anchors, external_id, created_at FROM turns \
+             WHERE tenant = $1 AND conversation = $2 AND id = $3",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| {
+            Ok(StoredTurn {
+                created_at: row.try_get("created_at")?,
+                turn: logged_turn(&row)?,
+            })
+        })
+        .transpose()
+    }
+
+    pub async fn conversation(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> Result<Option<ConversationRow>, sqlx::Error> {
+        let row = sqlx::query(
+            "SELECT c.next_id, c.total_tokens, c.checkpoint_count, k.checkpoint_id, k.from_id, k.advanced_to, k.outcome \
+             FROM conversations c LEFT JOIN checkpoints k ON k.tenant = c.tenant \
+               AND k.conversation = c.conversation AND k.checkpoint_id = c.latest_checkpoint \
+             WHERE c.tenant = $1 AND c.conversation = $2",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| {
+            let latest = match row.try_get::<Option<i64>, _>("checkpoint_id")? {
+                Some(id) => Some((
+                    id,
+                    row.try_get("from_id")?,
+                    row.try_get("advanced_to")?,
+                    row.try_get("outcome")?,
+                )),
+                None => None,
+            };
+            Ok(ConversationRow {
+                next_id: row.try_get("next_id")?,
+                total_tokens: row.try_get("total_tokens")?,
+                checkpoint_count: row.try_get("checkpoint_count")?,
+                latest,
+            })
+        })
+        .transpose()
+    }
+}
+
+/// Locks the conversation's row for the rest of the transaction: appends and decisions on one
+/// conversation queue here, across service processes. Returns its next id, if it exists.
+pub(super) async fn lock_conversation(
+    tx: &mut Transaction<'_, Postgres>,
+    tenant: &TenantId,
+    conversation: &ConversationId,
+) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT next_id FROM conversations WHERE tenant = $1 AND conversation = $2 FOR UPDATE",
+    )
+    .bind(tenant.as_str())
+    .bind(conversation.as_str())
+    .fetch_optional(&mut **tx)
+    .await
+}
+
+async fn load_turns(
+    tx: &mut Transaction<'_, Postgres>,
+    tenant: &TenantId,
+    conversation: &ConversationId,
+    ids: &[i64],
+) -> Result<Vec<LoggedTurn>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT id, role, content, tokens, anchors, external_id FROM turns \
+         WHERE tenant = $1 AND conversation = $2 AND id = ANY($3)",
+    )
+    .bind(tenant.as_str())
+    .bind(conversation.as_str())
+    .bind(ids)
+    .fetch_all(&mut **tx)
+    .await?;
+    rows.iter().map(logged_turn).collect()
+}
+
+async fn insert_turns(
+    tx: &mut Transaction<'_, Postgres>,
+    tenant: &TenantId,
+    conversation: &ConversationId,
+    turns: &[LoggedTurn],
+) -> Result<(), sqlx::Error> {
+    // One multi-row INSERT over UNNEST: a round trip per batch, not per turn.
+    let ids: Vec<i64> = turns.iter().map(|t| t.id).collect();
+    let roles: Vec<&str> = turns.iter().map(|t| t.role.as_str()).collect();
+    let contents: Vec<&[u8]> = turns.iter().map(|t| t.content.as_bytes()).collect();
+    let tokens: Vec<i64> = turns.iter().map(|t| i64::from(t.tokens)).collect();
+    let anchors: Vec<Json<&Vec<String>>> = turns.iter().map(|t| Json(&t.anchors)).collect();
+    let external_ids: Vec<Option<&str>> = turns.iter().map(|t| t.external_id.as_deref()).collect();
+    sqlx::query(
+        "INSERT INTO turns (tenant, conversation, id, role, content, tokens, anchors, external_id) \
+         SELECT $1, $2, u.id, u.role, u.content, u.tokens, u.anchors, u.external_id \
+         FROM UNNEST($3::int8[], $4::text[], $5::bytea[], $6::int8[], $7::jsonb[], $8::text[]) \
+           AS u(id, role, content, tokens, anchors, external_id)",
+    )
+    .bind(tenant.as_str())
+    .bind(conversation.as_str())
+    .bind(ids)
+    .bind(roles)
+    .bind(contents)
+    .bind(tokens)
+    .bind(anchors)
+    .bind(external_ids)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+fn logged_turn(row: &sqlx::postgres::PgRow) -> Result<LoggedTurn, sqlx::Error> {
+    let Json(anchors): Json<Vec<String>> = row.try_get("anchors")?;
+    Ok(LoggedTurn {
+        id: row.try_get("id")?,
+        role: parse_role(row.try_get("role")?)?,
+        content: decode_text(row.try_get("content")?)?,
+        tokens: decode_tokens(row.try_get("tokens")?)?,
+        anchors,
+        external_id: row.try_get("external_id")?,
+    })
+}

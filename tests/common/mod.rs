@@ -1,0 +1,68 @@
+//! Builders shared by the coverage tests: terse turns and proposals.
+#![allow(dead_code)]
+
+use gatekeeper::coverage::{IdRange, Mode, Policy, Proposal, Role, TurnFacts, Verdict, decide};
+
+pub fn turn(id: i64, role: Role, tokens: u32, anchors: &[&str]) -> TurnFacts {
+    TurnFacts {
+        id,
+        role,
+        tokens,
+        anchors: anchors.iter().map(|a| a.to_string()).collect(),
+    }
+}
+
+/// A user turn of 10 tokens with the given anchors.
+pub fn user(id: i64, anchors: &[&str]) -> TurnFacts {
+    turn(id, Role::User, 10, anchors)
+}
+
+/// A proposal with a generous budget, no report, no finish reason and a summary that ends cleanly.
+pub fn proposal(from: i64, to: i64, summary: &str) -> Proposal {
+    Proposal {
+        from,
+        to,
+        summary: summary.to_string(),
+        summary_budget: 10_000,
+        summary_tokens: 100,
+        consumed: None,
+        finish_reason: None,
+        end_marker: None,
+        mode: Mode::Narrow,
+    }
+}
+
+pub fn ranges(pairs: &[[i64; 2]]) -> Vec<IdRange> {
+    pairs.iter().map(|&p| IdRange::from(p)).collect()
+}
+
+pub fn decide_default(p: &Proposal, turns: &[TurnFacts]) -> Verdict {
+    decide(p, turns, &Policy::default()).expect("a valid proposal")
+}
+
+/// The seed's scenario: 400 turns of 150 tokens, each with its own anchor `INV-<id>`; a summary
+/// that carries the anchors of turns 0–359 only and stops mid-sentence; finish_reason `length`;
+/// budget 4096; a report claiming the whole range.
+pub fn seed_scenario() -> (Proposal, Vec<TurnFacts>) {
+    let turns: Vec<TurnFacts> = (0..400)
+        .map(|id| {
+            let role = if id % 4 == 3 { Role::Tool } else { Role::User };
+            turn(id, role, 150, &[&format!("INV-{id}")])
+        })
+        .collect();
+    let mut summary = String::from("<summary>\nThe customer filed invoices ");
+    for id in 0..360 {
+        summary.push_str(&format!("INV-{id}, "));
+    }
+    summary.push_str("and then asked about the refund for");
+    let proposal = Proposal {
+        summary,
+        summary_budget: 4096,
+        summary_tokens: 4096,
+        consumed: Some(ranges(&[[0, 399]])),
+        finish_reason: Some("length".into()),
+        end_marker: Some("</summary>".into()),
+        ..proposal(0, 399, "")
+    };
+    (proposal, turns)
+}

@@ -1,0 +1,246 @@
+//! Invariants of the decision over random ranges, anchors, reports and summaries.
+
+use gatekeeper::coverage::{
+    IdRange, IdRanges, Mode, Outcome, Policy, Proposal, Role, TurnFacts, decide,
+};
+use proptest::prelude::*;
+use unicode_normalization::UnicodeNormalization;
+
+/// Words that stress the matcher: prefixes of each other, case and width variants, ligatures,
+/// sharp s, composed and decomposed accents, inner punctuation and spaces.
+const VOCABULARY: &[&str] = &[
+    "A1",
+    "A12",
+    "a1",
+    "cat",
+    "concatenate",
+    "New York",
+    "new york",
+    "v1.2",
+    "v1.23",
+    "ﬁle",
+    "file",
+    "Straße",
+    "STRASSE",
+    "café",
+    "cafe\u{301}",
+    "cafe",
+    "ＨＡＴ１",
+    "HAT1",
+    "INV-7",
+    "INV-77",
+    "user_id",
+    "ab-cd",
+    "cd-ef",
+];
+const SEPARATORS: &[&str] = &[" ", ", ", "\n  ", "-", "(", ")", ".", "x", ""];
+
+/// An independent reading of the anchor rule: normalize whole strings, scan every position.
+fn naive_present(anchor: &str, summary: &str) -> bool {
+    fn norm(s: &str) -> String {
+        let folded: String = caseless::default_case_fold_str(&s.nfkc().collect::<String>())
+            .nfkc()
+            .collect();
+        folded.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+    let (anchor, summary) = (norm(anchor), norm(summary));
+    if anchor.is_empty() {
+        return false;
+    }
+    summary.char_indices().any(|(i, _)| {
+        summary[i..].starts_with(&anchor)
+            && !summary[..i]
+                .chars()
+                .next_back()
+                .is_some_and(char::is_alphanumeric)
+            && !summary[i + anchor.len()..]
+                .chars()
+                .next()
+                .is_some_and(char::is_alphanumeric)
+    })
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    proposal: Proposal,
+    turns: Vec<TurnFacts>,
+    shuffle_keys: Vec<u32>,
+}
+
+fn role() -> impl Strategy<Value = Role> {
+    prop_oneof![
+        Just(Role::System),
+        Just(Role::User),
+        Just(Role::Assistant),
+        Just(Role::Tool)
+    ]
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (0i64..5, 1usize..30).prop_flat_map(move |(from, len)| {
+        let word = || proptest::sample::select(VOCABULARY);
+        let to = from + len as i64 - 1;
+        let turns = proptest::collection::vec(
+            (role(), 0u32..600, proptest::collection::vec(word(), 0..4)),
+            len,
+        );
+        let summary_words =
+            proptest::collection::vec((word(), proptest::sample::select(SEPARATORS)), 0..40);
+        let consumed = proptest::option::of(proptest::collection::vec((from..=to, 0i64..6), 0..4));
+        (
+            turns,
+            summary_words,
+            prop_oneof![Just(""), Just("."), Just(" and the"), Just("</s>")],
+            consumed,
+            proptest::option::of(prop_oneof![
+                Just("stop"),
+                Just("length"),
+                Just("max_tokens")
+            ]),
+            proptest::option::of(Just("</s>")),
+            prop_oneof![Just(Mode::Narrow), Just(Mode::Strict)],
+            (1i64..1500, 0u32..1500),
+            proptest::collection::vec(any::<u32>(), len),
+        )
+            .prop_map(
+                move |(
+                    turns,
+                    words,
+                    tail,
+                    consumed,
+                    finish,
+                    marker,
+                    mode,
+                    (budget, tokens),
+                    keys,
+                )| {
+                    let mut summary: String = words.iter().flat_map(|(w, s)| [*w, *s]).collect();
+                    summary.push_str(tail);
+                    let consumed = consumed.map(|rs| {
+                        rs.into_iter()
+                            .map(|(start, extra)| IdRange::new(start, (start + extra).min(to)))
+                            .collect()
+                    });
+                    Case {
+                        proposal: Proposal {
+                            from,
+                            to,
+                            summary,
+                            summary_budget: budget,
+                            summary_tokens: tokens,
+                            consumed,
+                            finish_reason: finish.map(String::from),
+                            end_marker: marker.map(String::from),
+                            mode,
+                        },
+                        turns: turns
+                            .into_iter()
+                            .enumerate()
+                            .map(|(i, (role, tokens, anchors))| TurnFacts {
+                                id: from + i as i64,
+                                role,
+                                tokens,
+                                anchors: anchors.into_iter().map(String::from).collect(),
+                            })
+                            .collect(),
+                        shuffle_keys: keys,
+                    }
+                },
+            )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn the_three_sets_are_disjoint_and_together_are_exactly_the_range(c in case()) {
+        let v = decide(&c.proposal, &c.turns, &Policy::default()).unwrap();
+        let all: Vec<i64> = [&v.covered, &v.uncovered, &v.not_compacted].iter().flat_map(|s| s.ids()).collect();
+        let mut sorted = all.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        prop_assert_eq!(sorted.len(), all.len(), "sets overlap");
+        prop_assert_eq!(sorted, (c.proposal.from..=c.proposal.to).collect::<Vec<_>>());
+        let listed = IdRanges::from_ids(v.turns.iter().map(|t| t.id));
+        prop_assert_eq!(listed, IdRanges::from_ids(v.uncovered.ids().chain(v.not_compacted.ids())));
+    }
+
+    #[test]
+    fn every_covered_turns_anchors_are_in_the_summary(c in case()) {
+        let v = decide(&c.proposal, &c.turns, &Policy::default()).unwrap();
+        for t in c.turns.iter().filter(|t| v.covered.contains(t.id)) {
+            for a in &t.anchors {
+                prop_assert!(naive_present(a, &c.proposal.summary), "turn {} covered without {:?}", t.id, a);
+            }
+        }
+    }
+
+    #[test]
+    fn the_matcher_agrees_with_a_naive_scan(c in case()) {
+        for a in VOCABULARY {
+            prop_assert_eq!(
+                gatekeeper::coverage::anchor_present(a, &c.proposal.summary),
+                naive_present(a, &c.proposal.summary),
+                "{:?} in {:?}", a, c.proposal.summary
+            );
+        }
+    }
+
+    #[test]
+    fn not_compacted_is_empty_or_a_suffix_after_advanced_to(c in case()) {
+        let v = decide(&c.proposal, &c.turns, &Policy::default()).unwrap();
+        match v.not_compacted.ranges() {
+            [] => prop_assert_eq!(v.advanced_to, Some(c.proposal.to)),
+            [only] => {
+                prop_assert_eq!(only.end, c.proposal.to);
+                prop_assert_eq!(only.start, v.advanced_to.map_or(c.proposal.from, |a| a + 1));
+            }
+            more => prop_assert!(false, "not_compacted is not one suffix: {:?}", more),
+        }
+    }
+
+    #[test]
+    fn strict_mode_only_ever_accepts_or_rejects(c in case()) {
+        let p = Proposal { mode: Mode::Strict, ..c.proposal.clone() };
+        let v = decide(&p, &c.turns, &Policy::default()).unwrap();
+        prop_assert!(matches!(v.outcome, Outcome::Accepted | Outcome::Rejected));
+        if v.outcome == Outcome::Accepted {
+            prop_assert!(v.uncovered.is_empty() && v.not_compacted.is_empty() && !v.truncated);
+        }
+    }
+
+    #[test]
+    fn the_verdict_never_depends_on_the_order_of_turns_or_anchors(c in case()) {
+        let policy = Policy::default();
+        let expected = decide(&c.proposal, &c.turns, &policy).unwrap();
+        let mut shuffled: Vec<(u32, TurnFacts)> = c.shuffle_keys.iter().copied().zip(c.turns.iter().cloned()).collect();
+        shuffled.sort_by_key(|(k, _)| *k);
+        let shuffled: Vec<TurnFacts> = shuffled
+            .into_iter()
+            .map(|(k, mut t)| {
+                let n = t.anchors.len().max(1);
+                t.anchors.rotate_left(k as usize % n);
+                t.anchors.reverse();
+                t
+            })
+            .collect();
+        prop_assert_eq!(decide(&c.proposal, &shuffled, &policy).unwrap(), expected);
+    }
+
+    #[test]
+    fn outcome_matches_the_sets(c in case()) {
+        let v = decide(&c.proposal, &c.turns, &Policy::default()).unwrap();
+        let expected = if v.covered.is_empty() || v.rejection.is_some() {
+            Outcome::Rejected
+        } else if !v.not_compacted.is_empty() {
+            Outcome::Partial
+        } else if !v.uncovered.is_empty() {
+            Outcome::Narrowed
+        } else {
+            Outcome::Accepted
+        };
+        prop_assert_eq!(v.outcome, expected);
+        prop_assert_eq!(v.covered.is_empty(), v.rejection == Some(gatekeeper::coverage::Rejection::NothingCovered));
+    }
+}

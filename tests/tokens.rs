@@ -1,0 +1,141 @@
+//! Token counting with the real tiktoken vocabularies.
+
+use gatekeeper::tau_bench;
+use gatekeeper::tokens::{MAX_WHITESPACE_RUN, TokenCounter, Tokenizer};
+
+fn o200k() -> TokenCounter {
+    TokenCounter::new(Tokenizer::O200kBase)
+}
+
+fn cl100k() -> TokenCounter {
+    TokenCounter::new(Tokenizer::Cl100kBase)
+}
+
+#[test]
+fn known_strings_have_their_known_counts() {
+    // Reference counts from OpenAI's "How to count tokens with tiktoken" cookbook.
+    for counter in [o200k(), cl100k()] {
+        assert_eq!(counter.count("hello world"), 2, "{counter:?}");
+        assert_eq!(counter.count("tiktoken is great!"), 6, "{counter:?}");
+        assert_eq!(
+            counter.count("antidisestablishmentarianism"),
+            6,
+            "{counter:?}"
+        );
+        assert_eq!(counter.count("2 + 2 = 4"), 7, "{counter:?}");
+    }
+}
+
+#[test]
+fn cl100k_and_o200k_differ_on_some_text() {
+    // o200k's larger vocabulary covers Japanese better (cookbook: 9 vs 8 tokens).
+    assert_eq!(cl100k().count("お誕生日おめでとう"), 9);
+    assert_eq!(o200k().count("お誕生日おめでとう"), 8);
+}
+
+#[test]
+fn the_empty_string_is_zero_tokens() {
+    assert_eq!(o200k().count(""), 0);
+    assert_eq!(cl100k().count(""), 0);
+}
+
+#[test]
+fn special_token_text_is_counted_as_plain_text() {
+    // Ordinary encoding: `<|endoftext|>` in a message is text, several tokens, never a panic.
+    for counter in [o200k(), cl100k()] {
+        assert!(counter.count("<|endoftext|>") > 1);
+        assert!(counter.count("a <|im_start|>system<|im_end|> b <|fim_prefix|>") > 5);
+    }
+}
+
+#[test]
+fn a_million_spaces_are_counted_without_panicking() {
+    // tiktoken-rs panics near 1,000,000 consecutive spaces on o200k; the counter cuts the run.
+    for counter in [o200k(), cl100k()] {
+        let spaces = " ".repeat(1_000_000);
+        let n = counter.count(&spaces);
+        assert!(n > 0 && n < 100_000, "{counter:?}: {n}");
+        let tabs_between_words = format!("a{}b", "\t".repeat(3 * MAX_WHITESPACE_RUN));
+        assert!(counter.count(&tabs_between_words) >= 3);
+    }
+}
+
+#[test]
+fn text_below_the_whitespace_run_limit_is_counted_exactly() {
+    // Cutting only starts at a run of MAX_WHITESPACE_RUN: a long ordinary text is one piece.
+    let text = "Hello there, how are you? ".repeat(5_000);
+    assert!(text.len() > MAX_WHITESPACE_RUN);
+    let reference = tiktoken_rs::o200k_base_singleton()
+        .encode_ordinary(&text)
+        .len();
+    assert_eq!(o200k().count(&text) as usize, reference);
+}
+
+#[test]
+fn every_non_empty_tau_bench_turn_has_tokens() {
+    let conversations = tau_bench::read_gz(&tau_bench::default_path()).expect("tau-bench data");
+    let (o200k, cl100k) = (o200k(), cl100k());
+    let mut total = 0u64;
+    for turn in conversations.iter().flat_map(|c| &c.turns) {
+        let text = turn.text();
+        let n = o200k.count(&text);
+        // Real turns are far below the whitespace-run cut: the count is tiktoken's own.
+        let reference = tiktoken_rs::o200k_base_singleton()
+            .encode_ordinary(&text)
+            .len();
+        assert_eq!(n as usize, reference);
+        assert_eq!(n == 0, text.is_empty(), "{text:?}");
+        assert_eq!(cl100k.count(&text) == 0, text.is_empty(), "{text:?}");
+        total += u64::from(n);
+    }
+    // 5,308 turns, most of them a sentence or a JSON record (the system prompt is ~2k tokens).
+    assert!((500_000..5_000_000).contains(&total), "{total}");
+}
+
+#[test]
+fn counts_are_deterministic_across_clones() {
+    let counter = o200k();
+    let clone = counter.clone();
+    let text = "Your reservation JG7FMM is confirmed for 2024-05-21.";
+    assert_eq!(counter.count(text), clone.count(text));
+    assert_eq!(clone.tokenizer(), Tokenizer::O200kBase);
+}
+
+#[test]
+fn tokenizer_names_round_trip_through_from_str_display_and_serde() {
+    for tokenizer in Tokenizer::ALL {
+        let name = tokenizer.to_string();
+        assert_eq!(name.parse::<Tokenizer>(), Ok(tokenizer));
+        assert_eq!(
+            serde_json::to_string(&tokenizer).unwrap(),
+            format!("\"{name}\"")
+        );
+        assert_eq!(
+            serde_json::from_str::<Tokenizer>(&format!("\"{name}\"")).unwrap(),
+            tokenizer
+        );
+    }
+    assert_eq!(Tokenizer::O200kBase.to_string(), "o200k_base");
+    assert_eq!(Tokenizer::Cl100kBase.to_string(), "cl100k_base");
+}
+
+#[test]
+fn an_unknown_tokenizer_name_is_an_error() {
+    assert!("gpt2".parse::<Tokenizer>().is_err());
+    assert!("O200K_BASE".parse::<Tokenizer>().is_err());
+    assert!(serde_json::from_str::<Tokenizer>("\"p50k_base\"").is_err());
+}
+
+#[test]
+fn the_default_tokenizer_is_o200k_base() {
+    assert_eq!(Tokenizer::default(), Tokenizer::O200kBase);
+    assert_eq!(TokenCounter::default().tokenizer(), Tokenizer::O200kBase);
+}
+
+#[test]
+fn debug_output_names_only_the_tokenizer() {
+    assert_eq!(
+        format!("{:?}", cl100k()),
+        "TokenCounter { tokenizer: Cl100kBase }"
+    );
+}
