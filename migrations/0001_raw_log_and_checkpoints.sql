@@ -47,7 +47,7 @@ CREATE TABLE checkpoints (
     uncovered      int8multirange NOT NULL,
     not_compacted  int8multirange NOT NULL,
     summary        bytea          NOT NULL,
-    summary_tokens integer        NOT NULL CHECK (summary_tokens >= 0),
+    summary_tokens bigint         NOT NULL CHECK (summary_tokens >= 0),
     -- The whole verdict as answered, per-turn reasons included.
     verdict        jsonb          NOT NULL,
     created_at     timestamptz    NOT NULL DEFAULT now(),

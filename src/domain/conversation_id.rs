@@ -8,11 +8,14 @@ pub struct ConversationId(String);
 impl ConversationId {
     pub fn parse(raw: &str) -> Result<Self, Invalid> {
         let valid_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-');
-        if raw.is_empty() || raw.len() > 128 || !raw.chars().all(valid_char) {
+        // `.` and `..` match the alphabet but are dot segments: clients resolve them away in
+        // URLs, so such an id could never be addressed reliably.
+        let dot_segment = raw.chars().all(|c| c == '.') && raw.len() <= 2;
+        if raw.is_empty() || raw.len() > 128 || !raw.chars().all(valid_char) || dot_segment {
             return Err(Invalid::new(
                 "conversation",
                 format!(
-                    "{:?} is not a conversation id: use 1 to 128 of A-Z a-z 0-9 . _ : -",
+                    "{:?} is not a conversation id: use 1 to 128 of A-Z a-z 0-9 . _ : - (not `.` or `..`)",
                     truncate_for_message(raw)
                 ),
             ));
@@ -45,10 +48,20 @@ mod tests {
 
     #[test]
     fn ids_follow_the_documented_alphabet() {
-        for ok in ["a", "airline-12-0", "A.b_c:d-e", "..", &"x".repeat(128)] {
+        for ok in ["a", "airline-12-0", "A.b_c:d-e", "...", &"x".repeat(128)] {
             assert!(ConversationId::parse(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "a/b", "a b", "%2F", "é", "a\0", &"x".repeat(129)] {
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "a b",
+            "%2F",
+            "é",
+            "a\0",
+            &"x".repeat(129),
+        ] {
             assert!(ConversationId::parse(bad).is_err(), "{bad:?}");
         }
     }

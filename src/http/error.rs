@@ -25,6 +25,8 @@ pub enum Error {
     #[error("{0}")]
     Invalid(#[from] Invalid),
     #[error("{0}")]
+    MethodNotAllowed(String),
+    #[error("{0}")]
     UnsupportedMediaType(String),
     #[error("{0}")]
     PayloadTooLarge(String),
@@ -133,6 +135,7 @@ impl Error {
             Error::Invalid(_) | Error::Unprocessable { .. } | Error::Rejected(_) => {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
+            Error::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Error::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::Conflict { .. } => StatusCode::CONFLICT,
@@ -149,6 +152,7 @@ impl Error {
             Error::BadRequest { .. } => "bad-request",
             Error::Invalid(_) | Error::Unprocessable { .. } => "invalid-request",
             Error::Rejected(_) => "proposal-rejected",
+            Error::MethodNotAllowed(_) => "method-not-allowed",
             Error::UnsupportedMediaType(_) => "unsupported-media-type",
             Error::PayloadTooLarge(_) => "payload-too-large",
             Error::Conflict { .. } => "conflict",

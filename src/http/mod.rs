@@ -81,6 +81,7 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
         .fallback(health::not_found)
+        .method_not_allowed_fallback(health::method_not_allowed)
         .layer(axum::middleware::from_fn(move |req, next| metrics::track(req, next, timeout)))
         .layer(CompressionLayer::new())
         .layer(

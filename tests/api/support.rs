@@ -12,6 +12,7 @@ use sqlx::PgPool;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+#[derive(Clone)]
 pub struct TestApp {
     pub base: String,
     pub client: reqwest::Client,
@@ -452,10 +453,7 @@ impl TestApp {
 
 fn dechunk(mut rest: &str) -> String {
     let mut out = String::new();
-    loop {
-        let Some((size, tail)) = rest.split_once("\r\n") else {
-            break;
-        };
+    while let Some((size, tail)) = rest.split_once("\r\n") {
         let size = usize::from_str_radix(size.split(';').next().unwrap().trim(), 16).unwrap_or(0);
         if size == 0 {
             break;

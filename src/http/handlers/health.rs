@@ -35,3 +35,7 @@ pub async fn metrics() -> impl IntoResponse {
 pub async fn not_found() -> Error {
     Error::NotFound("no such route; the API lives under /v1".into())
 }
+
+pub async fn method_not_allowed(method: axum::http::Method) -> Error {
+    Error::MethodNotAllowed(format!("{method} is not allowed on this route"))
+}
