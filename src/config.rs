@@ -11,7 +11,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/gatekeeper";
+/// The embedded database file inside the data folder, used when no `DATABASE_URL` is set.
+pub const DEFAULT_SQLITE_FILE: &str = "gatekeeper.db";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -72,9 +73,14 @@ pub struct ServeConfig {
 
 #[derive(Clone, Args)]
 pub struct DatabaseConfig {
-    /// Postgres URL; the database is created if missing.
-    #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL, hide_env_values = true)]
-    pub database_url: String,
+    /// `postgres://…` or `sqlite://…`; the database is created if missing. Unset: the embedded
+    /// SQLite file `gatekeeper.db` in the data folder.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+
+    /// Folder for the embedded SQLite database when no DATABASE_URL is set.
+    #[arg(long, env = "GATEKEEPER_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
 
     /// Most pooled database connections.
     #[arg(long, env = "GATEKEEPER_DB_POOL_SIZE", default_value_t = 16)]
@@ -144,6 +150,17 @@ impl Default for DecisionConfig {
 }
 
 impl DatabaseConfig {
+    /// The URL to connect to: `DATABASE_URL`, or the SQLite file in the data folder.
+    pub fn url(&self) -> String {
+        match &self.database_url {
+            Some(url) => url.clone(),
+            None => format!(
+                "sqlite://{}",
+                self.data_dir.join(DEFAULT_SQLITE_FILE).display()
+            ),
+        }
+    }
+
     pub fn acquire_timeout(&self) -> Duration {
         Duration::from_secs(self.acquire_timeout_secs)
     }
@@ -198,6 +215,7 @@ impl ServeConfig {
         if self.database.pool_size == 0 {
             return Err("the database pool size must be positive".into());
         }
+        crate::store::Backend::of_url(&self.database.url())?;
         tracing_subscriber::EnvFilter::try_new(&self.log_level)
             .map_err(|e| format!("log level {:?} is not a valid filter: {e}", self.log_level))?;
         self.api_keys()
@@ -208,7 +226,7 @@ impl fmt::Debug for ServeConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ServeConfig")
             .field("listen", &self.listen)
-            .field("database_url", &redact_url(&self.database.database_url))
+            .field("database_url", &redact_url(&self.database.url()))
             .field("pool_size", &self.database.pool_size)
             .field("api_keys", &self.api_keys.as_ref().map(|_| "<redacted>"))
             .field("api_keys_file", &self.api_keys_file)

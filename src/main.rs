@@ -37,9 +37,9 @@ async fn main() -> ExitCode {
             Ok(ServeFromEnv { config }) => gatekeeper::server::run(config).await,
             Err(e) => e.exit(),
         },
-        Some(Command::Migrate(db)) => Store::connect(&db)
+        Some(Command::Migrate(db)) => Store::connect(&db.url(), db.pool_size, db.acquire_timeout())
             .await
-            .map(|_| println!("migrations applied")),
+            .map(|store| println!("migrations applied ({:?})", store.backend())),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

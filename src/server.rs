@@ -2,7 +2,7 @@
 
 use crate::config::{ApiKeys, DecisionConfig, LogFormat, ServeConfig};
 use crate::http::{AppState, router};
-use crate::store::Store;
+use crate::store::{Storage, Store};
 use crate::tokens::TokenCounter;
 use std::future::Future;
 use std::sync::Arc;
@@ -103,7 +103,9 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         tracing::warn!(listen = %config.listen, "no API keys configured: single tenant, loopback only");
     }
     tracing::info!(?config, "starting");
-    let store = Store::connect(&config.database).await?;
+    let db = &config.database;
+    let store = Store::connect(&db.url(), db.pool_size, db.acquire_timeout()).await?;
+    tracing::info!(backend = ?store.backend(), "database ready");
     let listener = TcpListener::bind(config.listen).await?;
     tracing::info!(address = %listener.local_addr()?, "listening");
     let state = AppState::new(store.clone(), &config, keys);

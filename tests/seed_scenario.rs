@@ -3,6 +3,8 @@
 
 #[path = "api/support.rs"]
 mod support;
+#[path = "api/test_db.rs"]
+mod test_db;
 
 use gatekeeper::coverage::anchor_present;
 use gatekeeper::coverage::derive::{AnchorSource, derive_anchors};
@@ -45,11 +47,10 @@ fn scenario() -> (Vec<Value>, String) {
     (turns, summary)
 }
 
-#[sqlx::test]
-async fn a_truncated_summary_that_claims_the_whole_range_is_narrowed_and_the_dropped_turns_stay_reachable(
-    pool: sqlx::PgPool,
-) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_truncated_summary_that_claims_the_whole_range_is_narrowed_and_the_dropped_turns_stay_reachable()
+ {
+    let app = spawn_app().await;
     let (turns, summary) = scenario();
     let appended = expect(app.append("seed", json!(turns)).await, StatusCode::CREATED).await;
     assert_eq!(

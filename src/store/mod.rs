@@ -1,86 +1,366 @@
-//! Postgres: the raw turn log and the checkpoints. Queries are checked at run time, so building
-//! never needs a database; migrations are embedded and applied at start.
+//! Storage: the raw turn log and the checkpoints, behind one trait with a Postgres and an
+//! embedded SQLite implementation. Queries are checked at run time, so building never needs a
+//! database; each backend embeds its own migrations and applies them at start.
 
-mod checkpoints;
-mod reads;
-mod turns;
+mod postgres;
+mod sqlite;
 
-pub use checkpoints::{CheckpointRow, DecisionTx};
-pub use reads::{ContextCheckpoint, ContextTurn, ReconstructRow, SpanningCheckpoint};
-pub use turns::{AppendResult, ConversationRow, StoredTurn};
+pub use postgres::PgStore;
+pub use sqlite::SqliteStore;
 
-use crate::config::DatabaseConfig;
-use crate::coverage::Role;
-use sqlx::migrate::{MigrateDatabase, Migrator};
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{PgPool, Postgres};
-use std::str::FromStr;
+use crate::append::{AppendConflict, AppendPlan, LoggedTurn, PreparedTurn};
+use crate::coverage::{
+    IdRanges, Outcome, Policy, Proposal, ProposalError, Reason, Role, TurnFacts, Verdict,
+};
+use crate::domain::{ConversationId, ExpectedCheckpoint, TenantId};
+use chrono::{DateTime, Utc};
+use std::future::Future;
 
-pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
+/// A stored turn with its metadata.
+#[derive(Debug, Clone)]
+pub struct StoredTurn {
+    pub turn: LoggedTurn,
+    pub created_at: DateTime<Utc>,
+}
 
+#[derive(Debug, Clone)]
+pub struct ConversationRow {
+    pub next_id: i64,
+    pub total_tokens: i64,
+    pub checkpoint_count: i64,
+    pub latest: Option<LatestCheckpoint>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct LatestCheckpoint {
+    pub checkpoint_id: i64,
+    pub from: i64,
+    pub advanced_to: i64,
+    pub outcome: Outcome,
+}
+
+pub enum AppendResult {
+    Done(AppendPlan),
+    Conflict(AppendConflict),
+}
+
+/// A proposal to decide against the log, under the conversation's lock.
+pub struct ProposeInput {
+    pub proposal: Proposal,
+    pub policy: Policy,
+    pub expected: ExpectedCheckpoint,
+    pub dry_run: bool,
+}
+
+pub enum ProposeResult {
+    NoConversation,
+    Stale {
+        latest: Option<i64>,
+    },
+    NotInLog {
+        missing: IdRanges,
+    },
+    Invalid(ProposalError),
+    /// Decided; persisted (with its id) unless rejected or a dry run.
+    Decided {
+        verdict: Verdict,
+        checkpoint_id: Option<i64>,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct CheckpointRow {
+    pub checkpoint_id: i64,
+    pub created_at: DateTime<Utc>,
+    /// Only when one checkpoint is read; lists leave it (and the per-turn detail) out.
+    pub summary: Option<String>,
+    pub verdict: Verdict,
+}
+
+/// A turn and the checkpoint that decides it, if any.
+#[derive(Debug, Clone)]
+pub struct ReconstructRow {
+    pub role: Role,
+    pub content: String,
+    pub anchors: Vec<String>,
+    pub checkpoint: Option<SpanningCheckpoint>,
+}
+
+/// The newest checkpoint whose `[from, advanced_to]` holds the turn.
+#[derive(Debug, Clone)]
+pub struct SpanningCheckpoint {
+    pub checkpoint_id: i64,
+    pub covered: bool,
+    /// Present when the checkpoint covers the turn.
+    pub summary: Option<String>,
+    /// Present when it does not.
+    pub reason: Option<Reason>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ContextTurn {
+    pub id: i64,
+    pub role: Role,
+    pub content: String,
+    pub tokens: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct ContextCheckpoint {
+    pub checkpoint_id: i64,
+    pub from: i64,
+    pub advanced_to: i64,
+    pub covered: IdRanges,
+    pub summary: String,
+    pub summary_tokens: u32,
+}
+
+type R<T> = Result<T, sqlx::Error>;
+
+/// What the service needs of a database. Appends and decisions on one conversation are
+/// serialized by the implementation (a row lock, or SQLite's write lock), across processes.
+pub trait Storage: Send + Sync {
+    /// Reachable, and every embedded migration applied.
+    fn ready(&self) -> impl Future<Output = R<bool>> + Send;
+    fn close(&self) -> impl Future<Output = ()> + Send;
+    /// Appends a batch in one transaction, all or nothing.
+    fn append(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        batch: Vec<PreparedTurn>,
+    ) -> impl Future<Output = R<AppendResult>> + Send;
+    fn turn(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        id: i64,
+    ) -> impl Future<Output = R<Option<StoredTurn>>> + Send;
+    fn conversation(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> impl Future<Output = R<Option<ConversationRow>>> + Send;
+    /// Checks, loads, decides and (unless rejected or a dry run) persists, in one transaction.
+    fn propose(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        input: ProposeInput,
+    ) -> impl Future<Output = R<ProposeResult>> + Send;
+    /// Newest first, without summaries or per-turn detail.
+    fn checkpoints(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> impl Future<Output = R<Vec<CheckpointRow>>> + Send;
+    fn checkpoint(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        checkpoint_id: i64,
+    ) -> impl Future<Output = R<Option<CheckpointRow>>> + Send;
+    fn reconstruct(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        turn: i64,
+    ) -> impl Future<Output = R<Option<ReconstructRow>>> + Send;
+    /// Every turn and every checkpoint, both in id order, from one snapshot.
+    fn context(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> impl Future<Output = R<(Vec<ContextTurn>, Vec<ContextCheckpoint>)>> + Send;
+    /// Id, role and tokens of every turn from `from` on, in id order.
+    fn token_counts_from(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        from: i64,
+    ) -> impl Future<Output = R<Vec<(i64, Role, u32)>>> + Send;
+}
+
+/// The database in use, chosen by URL at start; the service and handlers only see this.
 #[derive(Clone, Debug)]
-pub struct Store {
-    pool: PgPool,
+pub enum Store {
+    Postgres(PgStore),
+    Sqlite(SqliteStore),
+}
+
+/// Which backend a URL selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Postgres,
+    Sqlite,
+}
+
+impl Backend {
+    pub fn of_url(url: &str) -> Result<Self, String> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Backend::Postgres)
+        } else if url.starts_with("sqlite:") {
+            Ok(Backend::Sqlite)
+        } else {
+            Err(format!(
+                "DATABASE_URL must start with postgres:// or sqlite: (got {})",
+                crate::config::redact_url(url)
+            ))
+        }
+    }
 }
 
 impl Store {
-    /// Connects, creating the database if it does not exist, and applies the migrations.
-    pub async fn connect(config: &DatabaseConfig) -> anyhow::Result<Self> {
-        let url = &config.database_url;
-        let options = PgConnectOptions::from_str(url)?;
-        if !Postgres::database_exists(url).await? {
-            tracing::info!(
-                database = options.get_database().unwrap_or_default(),
-                "creating the database"
-            );
-            // Another process may create it at the same moment; that is fine.
-            if let Err(e) = Postgres::create_database(url).await
-                && !Postgres::database_exists(url).await.unwrap_or(false)
-            {
-                return Err(e.into());
+    /// Connects to the URL's backend, creating the database if missing, and migrates.
+    pub async fn connect(
+        url: &str,
+        pool_size: u32,
+        acquire_timeout: std::time::Duration,
+    ) -> anyhow::Result<Self> {
+        Ok(match Backend::of_url(url).map_err(anyhow::Error::msg)? {
+            Backend::Postgres => {
+                Store::Postgres(PgStore::connect(url, pool_size, acquire_timeout).await?)
             }
+            Backend::Sqlite => {
+                Store::Sqlite(SqliteStore::connect(url, pool_size, acquire_timeout).await?)
+            }
+        })
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self {
+            Store::Postgres(_) => Backend::Postgres,
+            Store::Sqlite(_) => Backend::Sqlite,
         }
-        let pool = PgPoolOptions::new()
-            .max_connections(config.pool_size)
-            .acquire_timeout(config.acquire_timeout())
-            .connect_with(options)
-            .await?;
-        let store = Self { pool };
-        store.migrate().await?;
-        Ok(store)
     }
+}
 
-    /// Wraps a pool whose database is already migrated (tests).
-    pub fn from_pool(pool: PgPool) -> Self {
-        Self { pool }
-    }
+macro_rules! delegate {
+    ($self:ident . $method:ident ( $($arg:expr),* )) => {
+        match $self {
+            Store::Postgres(s) => s.$method($($arg),*).await,
+            Store::Sqlite(s) => s.$method($($arg),*).await,
+        }
+    };
+}
 
-    pub async fn migrate(&self) -> anyhow::Result<()> {
-        MIGRATOR.run(&self.pool).await?;
-        Ok(())
+impl Storage for Store {
+    async fn ready(&self) -> R<bool> {
+        delegate!(self.ready())
     }
+    async fn close(&self) {
+        delegate!(self.close())
+    }
+    async fn append(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        batch: Vec<PreparedTurn>,
+    ) -> R<AppendResult> {
+        delegate!(self.append(tenant, conversation, batch))
+    }
+    async fn turn(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        id: i64,
+    ) -> R<Option<StoredTurn>> {
+        delegate!(self.turn(tenant, conversation, id))
+    }
+    async fn conversation(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> R<Option<ConversationRow>> {
+        delegate!(self.conversation(tenant, conversation))
+    }
+    async fn propose(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        input: ProposeInput,
+    ) -> R<ProposeResult> {
+        delegate!(self.propose(tenant, conversation, input))
+    }
+    async fn checkpoints(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> R<Vec<CheckpointRow>> {
+        delegate!(self.checkpoints(tenant, conversation))
+    }
+    async fn checkpoint(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        checkpoint_id: i64,
+    ) -> R<Option<CheckpointRow>> {
+        delegate!(self.checkpoint(tenant, conversation, checkpoint_id))
+    }
+    async fn reconstruct(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        turn: i64,
+    ) -> R<Option<ReconstructRow>> {
+        delegate!(self.reconstruct(tenant, conversation, turn))
+    }
+    async fn context(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> R<(Vec<ContextTurn>, Vec<ContextCheckpoint>)> {
+        delegate!(self.context(tenant, conversation))
+    }
+    async fn token_counts_from(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        from: i64,
+    ) -> R<Vec<(i64, Role, u32)>> {
+        delegate!(self.token_counts_from(tenant, conversation, from))
+    }
+}
 
-    pub fn pool(&self) -> &PgPool {
-        &self.pool
-    }
+/// The part of a proposal both backends share once the turns are loaded: decide off the async
+/// workers (a 32,000-turn range takes tens of milliseconds) and say whether to persist.
+async fn decide_loaded(
+    input: &ProposeInput,
+    turns: Vec<TurnFacts>,
+) -> Result<Result<Verdict, ProposalError>, sqlx::Error> {
+    let proposal = input.proposal.clone();
+    let policy = input.policy;
+    tokio::task::spawn_blocking(move || crate::coverage::decide(&proposal, &turns, &policy))
+        .await
+        .map_err(|e| sqlx::Error::Protocol(format!("the decision task failed: {e}")))
+}
 
-    /// Reachable and migrated: every embedded migration is applied.
-    pub async fn ready(&self) -> Result<bool, sqlx::Error> {
-        let applied: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations WHERE success")
-                .fetch_one(&self.pool)
-                .await?;
-        Ok(applied as usize >= MIGRATOR.iter().count())
+/// Before loading anything: the conversation's latest checkpoint must be the expected one, and
+/// every id of the range must be in the log.
+fn precheck(input: &ProposeInput, next_id: i64, latest: Option<i64>) -> Option<ProposeResult> {
+    if !input.expected.admits(latest) {
+        return Some(ProposeResult::Stale { latest });
     }
+    let (from, to) = (input.proposal.from, input.proposal.to);
+    if to >= next_id {
+        let missing = IdRanges::from_ranges([crate::coverage::IdRange::new(next_id.max(from), to)]);
+        return Some(ProposeResult::NotInLog { missing });
+    }
+    None
+}
 
-    pub async fn close(&self) {
-        self.pool.close().await;
-    }
+fn persists(input: &ProposeInput, verdict: &Verdict) -> bool {
+    verdict.outcome != Outcome::Rejected && !input.dry_run
 }
 
 fn parse_role(raw: &str) -> Result<Role, sqlx::Error> {
     raw.parse()
         .map_err(|e: String| sqlx::Error::Decode(e.into()))
+}
+
+fn parse_outcome(raw: &str) -> Result<Outcome, sqlx::Error> {
+    serde_json::from_value(serde_json::Value::String(raw.to_owned()))
+        .map_err(|e| sqlx::Error::Decode(e.into()))
 }
 
 /// Content is stored as bytes (so `\u0000` survives); it was UTF-8 when it arrived.
@@ -90,4 +370,8 @@ fn decode_text(bytes: Vec<u8>) -> Result<String, sqlx::Error> {
 
 fn decode_tokens(raw: i64) -> Result<u32, sqlx::Error> {
     u32::try_from(raw).map_err(|e| sqlx::Error::Decode(e.into()))
+}
+
+fn decode_json<T: serde::de::DeserializeOwned>(raw: &str) -> Result<T, sqlx::Error> {
+    serde_json::from_str(raw).map_err(|e| sqlx::Error::Decode(e.into()))
 }

@@ -14,9 +14,9 @@ fn ids_of(response: &Value) -> Vec<i64> {
         .collect()
 }
 
-#[sqlx::test]
-async fn ids_are_assigned_from_zero_when_omitted_and_next_id_follows_them(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn ids_are_assigned_from_zero_when_omitted_and_next_id_follows_them() {
+    let app = spawn_app().await;
     let turns = tau_turns(5);
 
     let first = expect(
@@ -66,9 +66,9 @@ async fn ids_are_assigned_from_zero_when_omitted_and_next_id_follows_them(pool: 
     assert_eq!(ids_of(&other), [0]);
 }
 
-#[sqlx::test]
-async fn tokens_are_counted_when_absent_and_kept_when_given(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn tokens_are_counted_when_absent_and_kept_when_given() {
+    let app = spawn_app().await;
     let mut turns = tau_turns(6);
     turns[2]["tokens"] = json!(7);
     turns[4]["tokens"] = json!(0);
@@ -96,11 +96,9 @@ async fn tokens_are_counted_when_absent_and_kept_when_given(pool: sqlx::PgPool) 
     assert_eq!(conversation["total_tokens"].as_u64(), Some(total));
 }
 
-#[sqlx::test]
-async fn anchors_are_derived_when_absent_and_kept_verbatim_when_given_even_empty(
-    pool: sqlx::PgPool,
-) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn anchors_are_derived_when_absent_and_kept_verbatim_when_given_even_empty() {
+    let app = spawn_app().await;
     // A whole real conversation: prose and JSON tool results.
     let mut turns = tau_conversation(0);
     assert!(turns.iter().any(|t| t["role"] == "tool"));
@@ -148,9 +146,9 @@ async fn anchors_are_derived_when_absent_and_kept_verbatim_when_given_even_empty
     );
 }
 
-#[sqlx::test]
-async fn an_identical_batch_replayed_is_200_and_writes_nothing(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn an_identical_batch_replayed_is_200_and_writes_nothing() {
+    let app = spawn_app().await;
     let mut turns = tau_turns(5);
     for (i, t) in turns.iter_mut().enumerate() {
         t["id"] = json!(i);
@@ -207,11 +205,9 @@ async fn an_identical_batch_replayed_is_200_and_writes_nothing(pool: sqlx::PgPoo
     assert_eq!(mixed["next_id"], 6);
 }
 
-#[sqlx::test]
-async fn a_conflicting_replay_is_409_listing_the_ids_and_writes_nothing_of_the_batch(
-    pool: sqlx::PgPool,
-) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_conflicting_replay_is_409_listing_the_ids_and_writes_nothing_of_the_batch() {
+    let app = spawn_app().await;
     let mut turns = tau_turns(4);
     for (i, t) in turns.iter_mut().enumerate() {
         t["id"] = json!(i);
@@ -288,11 +284,9 @@ async fn a_conflicting_replay_is_409_listing_the_ids_and_writes_nothing_of_the_b
     problem(app.turn("c", 3).await, StatusCode::NOT_FOUND).await;
 }
 
-#[sqlx::test]
-async fn the_same_new_id_twice_in_one_batch_with_different_turns_is_409_and_writes_nothing(
-    pool: sqlx::PgPool,
-) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn the_same_new_id_twice_in_one_batch_with_different_turns_is_409_and_writes_nothing() {
+    let app = spawn_app().await;
     let turns = tau_turns(2);
     let mut a = turns[0].clone();
     a["id"] = json!(0);
@@ -307,9 +301,9 @@ async fn the_same_new_id_twice_in_one_batch_with_different_turns_is_409_and_writ
     assert_eq!(ok["appended"], 1);
 }
 
-#[sqlx::test]
-async fn an_id_that_is_not_the_next_one_is_409_and_writes_nothing(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn an_id_that_is_not_the_next_one_is_409_and_writes_nothing() {
+    let app = spawn_app().await;
     let turns = tau_turns(4);
 
     // The first append of a conversation must start at 0; a gap does not even create it.
@@ -350,9 +344,9 @@ async fn an_id_that_is_not_the_next_one_is_409_and_writes_nothing(pool: sqlx::Pg
     problem(app.turn("c", 2).await, StatusCode::NOT_FOUND).await;
 }
 
-#[sqlx::test]
-async fn nul_emoji_rtl_and_other_awkward_content_round_trips_byte_exactly(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn nul_emoji_rtl_and_other_awkward_content_round_trips_byte_exactly() {
+    let app = spawn_app().await;
     let real = tau_turns(1)[0]["content"].as_str().unwrap().to_owned();
     let contents: Vec<String> = vec![
         "before\u{0000}after".into(),
@@ -409,9 +403,9 @@ async fn nul_emoji_rtl_and_other_awkward_content_round_trips_byte_exactly(pool: 
     assert_eq!(again["replayed"].as_u64(), Some(contents.len() as u64));
 }
 
-#[sqlx::test]
-async fn a_one_megabyte_tool_output_round_trips_byte_exactly(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_one_megabyte_tool_output_round_trips_byte_exactly() {
+    let app = spawn_app().await;
     let record = tau_tool_output();
     let mut content = String::with_capacity(1 << 20);
     while content.len() < (1 << 20) {
@@ -445,9 +439,9 @@ async fn a_one_megabyte_tool_output_round_trips_byte_exactly(pool: sqlx::PgPool)
     assert!(live["text"].as_str().unwrap() == content);
 }
 
-#[sqlx::test]
-async fn an_empty_turns_list_is_422_and_creates_nothing(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn an_empty_turns_list_is_422_and_creates_nothing() {
+    let app = spawn_app().await;
     let body = problem(
         app.append("c", json!([])).await,
         StatusCode::UNPROCESSABLE_ENTITY,
@@ -457,9 +451,9 @@ async fn an_empty_turns_list_is_422_and_creates_nothing(pool: sqlx::PgPool) {
     problem(app.conversation("c").await, StatusCode::NOT_FOUND).await;
 }
 
-#[sqlx::test]
-async fn unknown_fields_are_422_and_write_nothing(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn unknown_fields_are_422_and_write_nothing() {
+    let app = spawn_app().await;
     let turns = tau_turns(2);
     expect(
         app.append("c", json!(turns[..1])).await,
@@ -491,9 +485,9 @@ async fn unknown_fields_are_422_and_write_nothing(pool: sqlx::PgPool) {
     assert_eq!(app.snapshot("c").await, before);
 }
 
-#[sqlx::test]
-async fn invalid_turn_fields_are_422_naming_the_field_and_write_nothing(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn invalid_turn_fields_are_422_naming_the_field_and_write_nothing() {
+    let app = spawn_app().await;
     let turns = tau_turns(2);
     expect(
         app.append("c", json!(turns[..1])).await,
@@ -560,19 +554,16 @@ async fn invalid_turn_fields_are_422_naming_the_field_and_write_nothing(pool: sq
     }
 }
 
-#[sqlx::test]
-async fn a_batch_over_the_configured_turn_limit_is_422_and_writes_nothing(pool: sqlx::PgPool) {
+#[tokio::test]
+async fn a_batch_over_the_configured_turn_limit_is_422_and_writes_nothing() {
     let limits = gatekeeper::domain::Limits {
         max_batch_turns: 3,
         max_anchors_per_turn: 2,
     };
-    let app = spawn_app_with(
-        pool,
-        Options {
-            limits,
-            ..Default::default()
-        },
-    )
+    let app = spawn_app_with(Options {
+        limits,
+        ..Default::default()
+    })
     .await;
     let body = problem(
         app.append("c", json!(tau_turns(4))).await,

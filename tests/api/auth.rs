@@ -7,14 +7,11 @@ use serde_json::{Value, json};
 const KEY_A: &str = "tenant-a-key-0123456789";
 const KEY_B: &str = "tenant-b-key-9876543210";
 
-async fn two_tenants(pool: sqlx::PgPool) -> TestApp {
-    spawn_app_with(
-        pool,
-        Options {
-            keys: "tenantA:tenant-a-key-0123456789,tenantB:tenant-b-key-9876543210",
-            ..Default::default()
-        },
-    )
+async fn two_tenants() -> TestApp {
+    spawn_app_with(Options {
+        keys: "tenantA:tenant-a-key-0123456789,tenantB:tenant-b-key-9876543210",
+        ..Default::default()
+    })
     .await
 }
 
@@ -44,11 +41,9 @@ const READS: [&str; 7] = [
     "/v1/conversations/shared/compaction-plan?summary_budget=100&from=0",
 ];
 
-#[sqlx::test]
-async fn without_a_key_every_api_route_is_401_problem_json_with_www_authenticate(
-    pool: sqlx::PgPool,
-) {
-    let app = two_tenants(pool).await;
+#[tokio::test]
+async fn without_a_key_every_api_route_is_401_problem_json_with_www_authenticate() {
+    let app = two_tenants().await;
     let a = app.with_key(KEY_A);
     tenant_a_data(&a).await;
     let before = a.snapshot("shared").await;
@@ -122,9 +117,9 @@ async fn without_a_key_every_api_route_is_401_problem_json_with_www_authenticate
     problem(a.conversation("fresh").await, StatusCode::NOT_FOUND).await;
 }
 
-#[sqlx::test]
-async fn a_malformed_or_unknown_authorization_header_is_401(pool: sqlx::PgPool) {
-    let app = two_tenants(pool).await;
+#[tokio::test]
+async fn a_malformed_or_unknown_authorization_header_is_401() {
+    let app = two_tenants().await;
     let a = app.with_key(KEY_A);
     tenant_a_data(&a).await;
     let headers = [
@@ -180,9 +175,9 @@ async fn a_malformed_or_unknown_authorization_header_is_401(pool: sqlx::PgPool) 
     .await;
 }
 
-#[sqlx::test]
-async fn tenant_b_cannot_see_or_touch_tenant_a_conversation(pool: sqlx::PgPool) {
-    let app = two_tenants(pool).await;
+#[tokio::test]
+async fn tenant_b_cannot_see_or_touch_tenant_a_conversation() {
+    let app = two_tenants().await;
     let a = app.with_key(KEY_A);
     let b = app.with_key(KEY_B);
     let turns = tenant_a_data(&a).await;
@@ -253,9 +248,9 @@ async fn tenant_b_cannot_see_or_touch_tenant_a_conversation(pool: sqlx::PgPool) 
     .await;
 }
 
-#[sqlx::test]
-async fn health_readiness_and_metrics_need_no_key(pool: sqlx::PgPool) {
-    let app = two_tenants(pool).await;
+#[tokio::test]
+async fn health_readiness_and_metrics_need_no_key() {
+    let app = two_tenants().await;
     for path in ["/healthz", "/readyz"] {
         let response = app.get(path).await;
         assert_eq!(response.status(), StatusCode::OK, "{path}");

@@ -64,9 +64,9 @@ const VERDICT_FIELDS: [&str; 18] = [
     "turns",
 ];
 
-#[sqlx::test]
-async fn an_accepted_proposal_is_201_with_the_whole_verdict(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn an_accepted_proposal_is_201_with_the_whole_verdict() {
+    let app = spawn_app().await;
     six_turns(&app, "c").await;
     let summary = covering(0, 3);
     let body = json!({ "from": 0, "to": 3, "summary": summary, "summary_budget": 2000, "end_marker": "</summary>", "finish_reason": "stop", "consumed": [[0, 3]] });
@@ -106,9 +106,9 @@ async fn an_accepted_proposal_is_201_with_the_whole_verdict(pool: sqlx::PgPool) 
     assert_eq!(verdict["over_ceiling"], false);
 }
 
-#[sqlx::test]
-async fn a_rejected_verdict_is_422_problem_json_and_persists_nothing(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_rejected_verdict_is_422_problem_json_and_persists_nothing() {
+    let app = spawn_app().await;
     six_turns(&app, "c").await;
     let body = json!({ "from": 0, "to": 5, "summary": "The customer called about a flight.", "summary_budget": 2000 });
     let rejected = problem(
@@ -130,9 +130,9 @@ async fn a_rejected_verdict_is_422_problem_json_and_persists_nothing(pool: sqlx:
     assert_no_checkpoint(&app, "c").await;
 }
 
-#[sqlx::test]
-async fn a_dry_run_answers_200_with_a_null_checkpoint_and_persists_nothing(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_dry_run_answers_200_with_a_null_checkpoint_and_persists_nothing() {
+    let app = spawn_app().await;
     six_turns(&app, "c").await;
     let mut body = proposal(0, 4);
     body["dry_run"] = json!(true);
@@ -154,9 +154,9 @@ async fn a_dry_run_answers_200_with_a_null_checkpoint_and_persists_nothing(pool:
     assert_eq!(real["covered"], verdict["covered"]);
 }
 
-#[sqlx::test]
-async fn a_misspelled_or_unknown_field_is_422_and_persists_nothing(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_misspelled_or_unknown_field_is_422_and_persists_nothing() {
+    let app = spawn_app().await;
     six_turns(&app, "c").await;
     for (field, value) in [
         ("consumd", json!([[0, 5]])),
@@ -175,9 +175,9 @@ async fn a_misspelled_or_unknown_field_is_422_and_persists_nothing(pool: sqlx::P
     assert_no_checkpoint(&app, "c").await;
 }
 
-#[sqlx::test]
-async fn a_range_beyond_the_log_is_422_with_the_missing_ids(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_range_beyond_the_log_is_422_with_the_missing_ids() {
+    let app = spawn_app().await;
     six_turns(&app, "c").await;
     let body = problem(
         app.propose("c", proposal(0, 9)).await,
@@ -194,11 +194,9 @@ async fn a_range_beyond_the_log_is_422_with_the_missing_ids(pool: sqlx::PgPool) 
     assert_no_checkpoint(&app, "c").await;
 }
 
-#[sqlx::test]
-async fn expected_checkpoint_null_succeeds_on_a_fresh_conversation_and_a_stale_one_is_409(
-    pool: sqlx::PgPool,
-) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn expected_checkpoint_null_succeeds_on_a_fresh_conversation_and_a_stale_one_is_409() {
+    let app = spawn_app().await;
     six_turns(&app, "c").await;
     let with_expected = |from, to, expected: Value| {
         let mut body = proposal(from, to);
@@ -250,9 +248,9 @@ async fn expected_checkpoint_null_succeeds_on_a_fresh_conversation_and_a_stale_o
     assert_eq!(state["checkpoints"], 3);
 }
 
-#[sqlx::test]
-async fn a_proposal_on_an_unknown_conversation_is_404_and_creates_nothing(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_proposal_on_an_unknown_conversation_is_404_and_creates_nothing() {
+    let app = spawn_app().await;
     six_turns(&app, "c").await;
     problem(
         app.propose("nope", proposal(0, 1)).await,
@@ -264,9 +262,9 @@ async fn a_proposal_on_an_unknown_conversation_is_404_and_creates_nothing(pool: 
     problem(app.checkpoint("nope", 1).await, StatusCode::NOT_FOUND).await;
 }
 
-#[sqlx::test]
-async fn checkpoint_ids_are_1_2_3_per_conversation(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn checkpoint_ids_are_1_2_3_per_conversation() {
+    let app = spawn_app().await;
     six_turns(&app, "a").await;
     six_turns(&app, "b").await;
     for (i, (from, to)) in [(0, 1), (2, 3), (4, 5)].into_iter().enumerate() {
@@ -291,9 +289,9 @@ async fn checkpoint_ids_are_1_2_3_per_conversation(pool: sqlx::PgPool) {
     assert_eq!(b["checkpoint_id"], 2);
 }
 
-#[sqlx::test]
-async fn the_list_is_newest_first_and_one_checkpoint_carries_its_summary(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn the_list_is_newest_first_and_one_checkpoint_carries_its_summary() {
+    let app = spawn_app().await;
     six_turns(&app, "c").await;
     let empty = expect(app.checkpoints("c").await, StatusCode::OK).await;
     assert_eq!(empty, json!({ "conversation": "c", "checkpoints": [] }));
@@ -373,9 +371,9 @@ async fn the_list_is_newest_first_and_one_checkpoint_carries_its_summary(pool: s
     problem(app.checkpoint("c", 0).await, StatusCode::NOT_FOUND).await;
 }
 
-#[sqlx::test]
-async fn a_summary_with_nul_emoji_and_rtl_text_round_trips_byte_exactly(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_summary_with_nul_emoji_and_rtl_text_round_trips_byte_exactly() {
+    let app = spawn_app().await;
     six_turns(&app, "c").await;
     let summary = format!(
         "<summary>\u{0000}REF-0 👩‍👩‍👧‍👦 REF-1 — العميل ألغى الحجز REF-2; הלקוח ביקש REF-3 \u{202E}txet\u{202C} cafe\u{301}\r\n{}</summary>",
@@ -407,9 +405,9 @@ async fn a_summary_with_nul_emoji_and_rtl_text_round_trips_byte_exactly(pool: sq
     assert!(context["items"][0]["text"].as_str().unwrap().as_bytes() == summary.as_bytes());
 }
 
-#[sqlx::test]
-async fn decisions_and_reconstructions_are_counted_in_the_metrics(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn decisions_and_reconstructions_are_counted_in_the_metrics() {
+    let app = spawn_app().await;
     six_turns(&app, "c").await;
     let scrape = || async { app.get("/metrics").await.text().await.unwrap() };
     let series = [

@@ -4,11 +4,10 @@ use crate::support::*;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-#[sqlx::test]
-async fn two_concurrent_proposals_with_the_same_expected_checkpoint_one_wins_and_the_other_is_409(
-    pool: sqlx::PgPool,
-) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn two_concurrent_proposals_with_the_same_expected_checkpoint_one_wins_and_the_other_is_409()
+{
+    let app = spawn_app().await;
     const ROUNDS: i64 = 10;
     let turns: Vec<Value> = tau_turns(ROUNDS as usize)
         .into_iter()
@@ -71,11 +70,9 @@ async fn two_concurrent_proposals_with_the_same_expected_checkpoint_one_wins_and
     assert_eq!(ids, (1..=ROUNDS).rev().collect::<Vec<_>>());
 }
 
-#[sqlx::test]
-async fn many_concurrent_proposals_against_a_fresh_conversation_yield_exactly_one_checkpoint(
-    pool: sqlx::PgPool,
-) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn many_concurrent_proposals_against_a_fresh_conversation_yield_exactly_one_checkpoint() {
+    let app = spawn_app().await;
     let turns =
         json!([{ "role": "user", "content": tau_turns(1)[0]["content"], "anchors": ["SOLO-1"] }]);
     expect(app.append("c", turns).await, StatusCode::CREATED).await;
@@ -112,9 +109,9 @@ async fn many_concurrent_proposals_against_a_fresh_conversation_yield_exactly_on
     );
 }
 
-#[sqlx::test]
-async fn concurrent_id_less_appends_end_with_gap_free_ids(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn concurrent_id_less_appends_end_with_gap_free_ids() {
+    let app = spawn_app().await;
     const TASKS: usize = 8;
     const BATCHES: usize = 4;
     const PER_BATCH: usize = 3;
@@ -181,11 +178,9 @@ async fn concurrent_id_less_appends_end_with_gap_free_ids(pool: sqlx::PgPool) {
     assert_eq!(state["total_tokens"].as_u64(), Some(sum));
 }
 
-#[sqlx::test]
-async fn racing_appends_of_the_same_explicit_id_are_one_write_and_a_replay_or_a_conflict(
-    pool: sqlx::PgPool,
-) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn racing_appends_of_the_same_explicit_id_are_one_write_and_a_replay_or_a_conflict() {
+    let app = spawn_app().await;
     let real = tau_turns(2);
     for round in 0..5 {
         // Identical turns racing into a conversation that does not exist yet.

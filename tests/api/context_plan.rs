@@ -202,11 +202,10 @@ fn check_context(context: &Value, log: &[Logged], checkpoints: &[Checkpoint]) {
     assert_eq!(context["total_tokens"].as_u64(), Some(sum));
 }
 
-#[sqlx::test]
-async fn the_context_of_a_real_conversation_holds_each_deciding_summary_once_and_every_other_turn(
-    pool: sqlx::PgPool,
-) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn the_context_of_a_real_conversation_holds_each_deciding_summary_once_and_every_other_turn()
+{
+    let app = spawn_app().await;
     let log = append_conversation(&app, "airline", 0).await;
     let n = log.len();
     assert!(n >= 28, "a whole conversation");
@@ -268,9 +267,9 @@ async fn the_context_of_a_real_conversation_holds_each_deciding_summary_once_and
     assert_eq!(ids, [4]);
 }
 
-#[sqlx::test]
-async fn the_context_of_an_unknown_conversation_is_404(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn the_context_of_an_unknown_conversation_is_404() {
+    let app = spawn_app().await;
     problem(app.context("unknown").await, StatusCode::NOT_FOUND).await;
 }
 
@@ -312,9 +311,9 @@ async fn dry_verdict(app: &TestApp, conversation: &str, from: i64, to: i64, budg
     response.json().await.unwrap()
 }
 
-#[sqlx::test]
-async fn the_compaction_plan_picks_the_largest_to_whose_range_fits_the_budget(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn the_compaction_plan_picks_the_largest_to_whose_range_fits_the_budget() {
+    let app = spawn_app().await;
     // A long conversation with many tool results.
     let log = append_conversation(&app, "c", 3).await;
     assert!(log.iter().filter(|t| t.role == "tool").count() >= 10);
@@ -382,9 +381,9 @@ async fn the_compaction_plan_picks_the_largest_to_whose_range_fits_the_budget(po
     );
 }
 
-#[sqlx::test]
-async fn the_compaction_plan_to_is_null_when_the_first_turn_alone_does_not_fit(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn the_compaction_plan_to_is_null_when_the_first_turn_alone_does_not_fit() {
+    let app = spawn_app().await;
     let log = append_conversation(&app, "c", 0).await;
     // The system prompt opens the conversation and is long.
     assert_eq!(log[0].role, "system");
@@ -427,9 +426,9 @@ async fn the_compaction_plan_to_is_null_when_the_first_turn_alone_does_not_fit(p
     );
 }
 
-#[sqlx::test]
-async fn the_compaction_plan_starts_after_the_latest_checkpoint_by_default(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn the_compaction_plan_starts_after_the_latest_checkpoint_by_default() {
+    let app = spawn_app().await;
     let log = append_conversation(&app, "c", 2).await;
     let plan = expect(
         app.plan("c", "summary_budget=1000000").await,
@@ -478,11 +477,9 @@ async fn the_compaction_plan_starts_after_the_latest_checkpoint_by_default(pool:
     assert_eq!(plan["from"], 2);
 }
 
-#[sqlx::test]
-async fn the_compaction_plan_refuses_a_from_beyond_the_log_and_a_missing_or_non_positive_budget(
-    pool: sqlx::PgPool,
-) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn the_compaction_plan_refuses_a_from_beyond_the_log_and_a_missing_or_non_positive_budget() {
+    let app = spawn_app().await;
     let log = append_conversation(&app, "c", 1).await;
     let n = log.len();
     for from in [n, n + 1, 10_000] {

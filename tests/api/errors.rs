@@ -42,9 +42,9 @@ fn malformed(valid: &str) -> Vec<Vec<u8>> {
     bodies
 }
 
-#[sqlx::test]
-async fn malformed_json_is_400_problem_json_and_writes_nothing(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn malformed_json_is_400_problem_json_and_writes_nothing() {
+    let app = spawn_app().await;
     let before = seeded(&app).await;
     let turns = r#"{"turns": [{"role": "user", "content": {string}}]}"#;
     let proposal = r#"{"from": 0, "to": 2, "summary": {string}, "summary_budget": 1000}"#;
@@ -82,9 +82,9 @@ async fn malformed_json_is_400_problem_json_and_writes_nothing(pool: sqlx::PgPoo
     assert_eq!(after.1["checkpoints"], before.1["checkpoints"]);
 }
 
-#[sqlx::test]
-async fn a_wrong_content_type_is_415_and_writes_nothing(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_wrong_content_type_is_415_and_writes_nothing() {
+    let app = spawn_app().await;
     let before = seeded(&app).await;
     let body = serde_json::to_vec(&json!({ "turns": tau_turns(1) })).unwrap();
     for content_type in [
@@ -125,15 +125,12 @@ async fn a_wrong_content_type_is_415_and_writes_nothing(pool: sqlx::PgPool) {
     expect(ok, StatusCode::CREATED).await;
 }
 
-#[sqlx::test]
-async fn a_body_over_the_limit_is_413_and_writes_nothing(pool: sqlx::PgPool) {
-    let app = spawn_app_with(
-        pool,
-        Options {
-            max_body_bytes: 1024,
-            ..Default::default()
-        },
-    )
+#[tokio::test]
+async fn a_body_over_the_limit_is_413_and_writes_nothing() {
+    let app = spawn_app_with(Options {
+        max_body_bytes: 1024,
+        ..Default::default()
+    })
     .await;
     let short = json!([
         { "role": "user", "content": "Cancel reservation ZFA04Y, please.", "anchors": ["ERR-0"] },
@@ -177,9 +174,9 @@ async fn a_body_over_the_limit_is_413_and_writes_nothing(pool: sqlx::PgPool) {
     .await;
 }
 
-#[sqlx::test]
-async fn a_bad_conversation_id_in_the_path_is_400_naming_the_field(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_bad_conversation_id_in_the_path_is_400_naming_the_field() {
+    let app = spawn_app().await;
     let before = seeded(&app).await;
     let too_long = "x".repeat(129);
     let bad = [
@@ -251,9 +248,9 @@ async fn a_bad_conversation_id_in_the_path_is_400_naming_the_field(pool: sqlx::P
     }
 }
 
-#[sqlx::test]
-async fn dot_segments_are_not_conversation_ids(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn dot_segments_are_not_conversation_ids() {
+    let app = spawn_app().await;
     let before = seeded(&app).await;
     // Sent over a raw socket: a client library would resolve `..` before sending it.
     for id in ["..", ".", "%2E%2E", "%2e."] {
@@ -284,9 +281,9 @@ async fn dot_segments_are_not_conversation_ids(pool: sqlx::PgPool) {
     assert_eq!(app.snapshot("c").await, before);
 }
 
-#[sqlx::test]
-async fn a_non_numeric_turn_or_checkpoint_id_is_400(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_non_numeric_turn_or_checkpoint_id_is_400() {
+    let app = spawn_app().await;
     let before = seeded(&app).await;
     for id in [
         "abc",
@@ -312,9 +309,9 @@ async fn a_non_numeric_turn_or_checkpoint_id_is_400(pool: sqlx::PgPool) {
     assert_eq!(app.snapshot("c").await, before);
 }
 
-#[sqlx::test]
-async fn an_unknown_route_is_404_problem_json(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn an_unknown_route_is_404_problem_json() {
+    let app = spawn_app().await;
     let before = seeded(&app).await;
     for path in [
         "/",
@@ -340,9 +337,9 @@ async fn an_unknown_route_is_404_problem_json(pool: sqlx::PgPool) {
     assert_eq!(app.snapshot("c").await, before);
 }
 
-#[sqlx::test]
-async fn a_wrong_method_is_405_problem_json(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_wrong_method_is_405_problem_json() {
+    let app = spawn_app().await;
     let before = seeded(&app).await;
     let cases = [
         ("DELETE", "/v1/conversations/c"),

@@ -1,6 +1,8 @@
-//! HTTP tests against the real router on port 0 and a fresh Postgres database per test.
+//! HTTP tests against the real router on port 0 and a fresh database per test, on SQLite or
+//! Postgres (see `test_db.rs`).
 
 mod support;
+mod test_db;
 
 mod appends;
 mod auth;

@@ -2,6 +2,7 @@
 
 use crate::support::*;
 use gatekeeper::coverage::anchor_present;
+use gatekeeper::store::Storage;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -42,11 +43,9 @@ fn keys(v: &Value) -> BTreeSet<&str> {
     v.as_object().unwrap().keys().map(String::as_str).collect()
 }
 
-#[sqlx::test]
-async fn a_covered_turn_is_answered_from_the_summary_with_evidence_that_slices_to_its_anchors(
-    pool: sqlx::PgPool,
-) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_covered_turn_is_answered_from_the_summary_with_evidence_that_slices_to_its_anchors() {
+    let app = spawn_app().await;
     // Real turns with the anchors the service derives, and a summary that mentions them in
     // mixed case, with accents and line breaks around, so offsets are character offsets.
     let turns = tau_conversation(1);
@@ -136,11 +135,9 @@ async fn a_covered_turn_is_answered_from_the_summary_with_evidence_that_slices_t
     }
 }
 
-#[sqlx::test]
-async fn an_uncovered_turn_is_answered_from_the_raw_log_with_the_verdicts_reason(
-    pool: sqlx::PgPool,
-) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn an_uncovered_turn_is_answered_from_the_raw_log_with_the_verdicts_reason() {
+    let app = spawn_app().await;
     let turns = setup(&app, "c", 5).await;
     // Turn 3 has no anchors at all.
     let bare = json!({ "role": "user", "content": turns[3]["content"], "anchors": [] });
@@ -206,9 +203,9 @@ async fn an_uncovered_turn_is_answered_from_the_raw_log_with_the_verdicts_reason
     assert_eq!(answer["checkpoint_id"], 2);
 }
 
-#[sqlx::test]
-async fn a_turn_without_a_spanning_checkpoint_is_live(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_turn_without_a_spanning_checkpoint_is_live() {
+    let app = spawn_app().await;
     let turns = setup(&app, "c", 6).await;
     // No checkpoint at all.
     for turn in 0..6 {
@@ -254,9 +251,9 @@ async fn a_turn_without_a_spanning_checkpoint_is_live(pool: sqlx::PgPool) {
     );
 }
 
-#[sqlx::test]
-async fn the_not_compacted_turns_of_a_partial_checkpoint_are_live(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn the_not_compacted_turns_of_a_partial_checkpoint_are_live() {
+    let app = spawn_app().await;
     let turns = setup(&app, "c", 6).await;
     // Truncated, no report: the anchors reach turn 2 only.
     let body =
@@ -281,9 +278,9 @@ async fn the_not_compacted_turns_of_a_partial_checkpoint_are_live(pool: sqlx::Pg
     );
 }
 
-#[sqlx::test]
-async fn a_turn_the_log_does_not_hold_or_an_unknown_conversation_is_404(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_turn_the_log_does_not_hold_or_an_unknown_conversation_is_404() {
+    let app = spawn_app().await;
     setup(&app, "c", 3).await;
     expect(
         app.propose("c", propose_body(0, 2, &[0, 1, 2])).await,
@@ -300,11 +297,9 @@ async fn a_turn_the_log_does_not_hold_or_an_unknown_conversation_is_404(pool: sq
     problem(app.reconstruct("unknown", 0).await, StatusCode::NOT_FOUND).await;
 }
 
-#[sqlx::test]
-async fn a_newer_checkpoint_that_covers_a_turn_decides_over_an_older_one_that_did_not(
-    pool: sqlx::PgPool,
-) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_newer_checkpoint_that_covers_a_turn_decides_over_an_older_one_that_did_not() {
+    let app = spawn_app().await;
     let turns = setup(&app, "c", 8).await;
     // Checkpoint 1 over [0, 5] leaves turn 3 uncovered.
     let first = expect(
@@ -363,11 +358,10 @@ async fn a_newer_checkpoint_that_covers_a_turn_decides_over_an_older_one_that_di
     );
 }
 
-#[sqlx::test]
-async fn a_newer_checkpoint_that_leaves_a_turn_uncovered_decides_over_an_older_one_that_covered_it(
-    pool: sqlx::PgPool,
-) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_newer_checkpoint_that_leaves_a_turn_uncovered_decides_over_an_older_one_that_covered_it()
+{
+    let app = spawn_app().await;
     let turns = setup(&app, "c", 6).await;
     expect(
         app.propose("c", propose_body(0, 5, &[0, 1, 2, 3, 4, 5]))
@@ -426,9 +420,9 @@ async fn a_newer_checkpoint_that_leaves_a_turn_uncovered_decides_over_an_older_o
     );
 }
 
-#[sqlx::test]
-async fn a_database_fault_is_503_never_404(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_database_fault_is_503_never_404() {
+    let app = spawn_app().await;
     setup(&app, "c", 3).await;
     expect(
         app.propose("c", propose_body(0, 1, &[0, 1])).await,
@@ -437,7 +431,7 @@ async fn a_database_fault_is_503_never_404(pool: sqlx::PgPool) {
     .await;
     expect(app.get("/readyz").await, StatusCode::OK).await;
     // The database goes away under the running service.
-    app.pool.close().await;
+    app.store.close().await;
     for path in [
         "/v1/conversations/c/reconstruct/0",
         "/v1/conversations/c/reconstruct/2",
@@ -473,11 +467,9 @@ async fn a_database_fault_is_503_never_404(pool: sqlx::PgPool) {
     expect(app.get("/healthz").await, StatusCode::OK).await;
 }
 
-#[sqlx::test]
-async fn evidence_offsets_point_into_the_original_summary_when_normalisation_changes_lengths(
-    pool: sqlx::PgPool,
-) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn evidence_offsets_point_into_the_original_summary_when_normalisation_changes_lengths() {
+    let app = spawn_app().await;
     let anchors: [&str; 6] = ["STRASSE", "file", "café", "HAT123", "New York", "ZFA04Y"];
     let real = tau_turns(anchors.len());
     let turns: Vec<Value> = anchors

@@ -42,9 +42,9 @@ fn set(names: &[&str]) -> BTreeSet<String> {
     names.iter().map(|s| s.to_string()).collect()
 }
 
-#[sqlx::test]
-async fn rule_1_the_ceiling_is_ceil_of_prose_over_5_plus_tool_over_3(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn rule_1_the_ceiling_is_ceil_of_prose_over_5_plus_tool_over_3() {
+    let app = spawn_app().await;
     setup(
         &app,
         "mixed",
@@ -99,20 +99,17 @@ async fn rule_1_the_ceiling_is_ceil_of_prose_over_5_plus_tool_over_3(pool: sqlx:
     }
 }
 
-#[sqlx::test]
-async fn rule_1_the_compression_ratios_come_from_the_configuration(pool: sqlx::PgPool) {
+#[tokio::test]
+async fn rule_1_the_compression_ratios_come_from_the_configuration() {
     let decision = DecisionConfig {
         prose_ratio: "2.5".parse().unwrap(),
         tool_ratio: "2".parse().unwrap(),
         ..Default::default()
     };
-    let app = spawn_app_with(
-        pool,
-        Options {
-            decision,
-            ..Default::default()
-        },
-    )
+    let app = spawn_app_with(Options {
+        decision,
+        ..Default::default()
+    })
     .await;
     setup(
         &app,
@@ -128,9 +125,9 @@ async fn rule_1_the_compression_ratios_come_from_the_configuration(pool: sqlx::P
     assert_eq!(verdict["over_ceiling"], false);
 }
 
-#[sqlx::test]
-async fn rule_2_anchors_are_matched_normalised_and_at_word_boundaries(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn rule_2_anchors_are_matched_normalised_and_at_word_boundaries() {
+    let app = spawn_app().await;
     let anchors: [&[&str]; 10] = [
         &["cat"],      // 0: only inside "concatenate"
         &["v1.2"],     // 1: "(v1.2,"
@@ -188,9 +185,9 @@ async fn rule_2_anchors_are_matched_normalised_and_at_word_boundaries(pool: sqlx
     assert_eq!(verdict["turns"][0]["missing_anchors"], json!(["HAT069"]));
 }
 
-#[sqlx::test]
-async fn rule_3_each_truncation_signal_is_reported_by_name(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn rule_3_each_truncation_signal_is_reported_by_name() {
+    let app = spawn_app().await;
     setup(&app, "c", &[("assistant", 10, &["ZFA04Y"])]).await;
     let base = "Reservation ZFA04Y was cancelled.";
     let n = i64::from(count_tokens(base));
@@ -396,9 +393,9 @@ async fn rule_3_each_truncation_signal_is_reported_by_name(pool: sqlx::PgPool) {
     }
 }
 
-#[sqlx::test]
-async fn rule_4_a_report_is_trusted_only_as_far_as_the_anchors_bear_it_out(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn rule_4_a_report_is_trusted_only_as_far_as_the_anchors_bear_it_out() {
+    let app = spawn_app().await;
     setup(
         &app,
         "c",
@@ -484,9 +481,9 @@ async fn rule_4_a_report_is_trusted_only_as_far_as_the_anchors_bear_it_out(pool:
     );
 }
 
-#[sqlx::test]
-async fn rule_5_without_a_report_the_anchors_decide_each_turn(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn rule_5_without_a_report_the_anchors_decide_each_turn() {
+    let app = spawn_app().await;
     setup(
         &app,
         "c",
@@ -523,11 +520,9 @@ async fn rule_5_without_a_report_the_anchors_decide_each_turn(pool: sqlx::PgPool
     );
 }
 
-#[sqlx::test]
-async fn rule_6_without_a_report_an_over_ceiling_or_truncated_summary_fails_closed(
-    pool: sqlx::PgPool,
-) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn rule_6_without_a_report_an_over_ceiling_or_truncated_summary_fails_closed() {
+    let app = spawn_app().await;
     let spec: [(&str, u32, &[&str]); 6] = [
         ("user", 1000, &["C0-100"]),
         ("assistant", 1000, &["C1-200"]),
@@ -622,9 +617,9 @@ async fn rule_6_without_a_report_an_over_ceiling_or_truncated_summary_fails_clos
     assert_eq!(state["checkpoints"], 1);
 }
 
-#[sqlx::test]
-async fn rule_7_outcomes_accepted_narrowed_partial_rejected(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn rule_7_outcomes_accepted_narrowed_partial_rejected() {
+    let app = spawn_app().await;
     setup(
         &app,
         "c",
@@ -655,11 +650,10 @@ async fn rule_7_outcomes_accepted_narrowed_partial_rejected(pool: sqlx::PgPool) 
     assert_eq!(state["checkpoints"], 0);
 }
 
-#[sqlx::test]
-async fn rule_7_strict_mode_rejects_anything_short_of_full_untruncated_coverage_and_persists_nothing(
-    pool: sqlx::PgPool,
-) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn rule_7_strict_mode_rejects_anything_short_of_full_untruncated_coverage_and_persists_nothing()
+ {
+    let app = spawn_app().await;
     setup(
         &app,
         "c",
@@ -766,21 +760,16 @@ async fn rule_7_strict_mode_rejects_anything_short_of_full_untruncated_coverage_
     );
 }
 
-#[sqlx::test]
-async fn rule_7_a_configured_strict_default_applies_when_the_proposal_names_no_mode(
-    pool: sqlx::PgPool,
-) {
+#[tokio::test]
+async fn rule_7_a_configured_strict_default_applies_when_the_proposal_names_no_mode() {
     let decision = DecisionConfig {
         default_mode: Mode::Strict,
         ..Default::default()
     };
-    let app = spawn_app_with(
-        pool,
-        Options {
-            decision,
-            ..Default::default()
-        },
-    )
+    let app = spawn_app_with(Options {
+        decision,
+        ..Default::default()
+    })
     .await;
     setup(
         &app,
@@ -805,9 +794,9 @@ async fn rule_7_a_configured_strict_default_applies_when_the_proposal_names_no_m
     assert_eq!(verdict["outcome"], "narrowed");
 }
 
-#[sqlx::test]
-async fn rule_8_validation_errors_are_422_naming_the_field_and_persist_nothing(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn rule_8_validation_errors_are_422_naming_the_field_and_persist_nothing() {
+    let app = spawn_app().await;
     setup(
         &app,
         "c",

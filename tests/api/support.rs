@@ -1,6 +1,7 @@
 //! `spawn_app`: the real router on port 0 against a fresh database, and a reqwest client.
 #![allow(dead_code)]
 
+pub use crate::test_db::TestDb;
 use gatekeeper::config::{ApiKeys, DecisionConfig};
 use gatekeeper::domain::Limits;
 use gatekeeper::http::AppState;
@@ -8,8 +9,7 @@ use gatekeeper::store::Store;
 use gatekeeper::tau_bench::{self, Conversation};
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
-use sqlx::PgPool;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 #[derive(Clone)]
@@ -18,7 +18,9 @@ pub struct TestApp {
     pub client: reqwest::Client,
     /// Sent as the bearer key on every request, when set.
     pub key: Option<String>,
-    pub pool: PgPool,
+    pub store: Store,
+    /// Keeps the test's database alive as long as any handle to the app.
+    _db: Arc<TestDb>,
 }
 
 pub struct Options {
@@ -42,14 +44,15 @@ impl Default for Options {
     }
 }
 
-pub async fn spawn_app(pool: PgPool) -> TestApp {
-    spawn_app_with(pool, Options::default()).await
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(Options::default()).await
 }
 
-pub async fn spawn_app_with(pool: PgPool, options: Options) -> TestApp {
+pub async fn spawn_app_with(options: Options) -> TestApp {
+    let db = TestDb::fresh().await;
     let keys = ApiKeys::parse(&options.keys.replace(',', "\n")).expect("test keys parse");
     let state = AppState::with_decision(
-        Store::from_pool(pool.clone()),
+        db.store.clone(),
         keys,
         &options.decision,
         options.limits,
@@ -67,17 +70,16 @@ pub async fn spawn_app_with(pool: PgPool, options: Options) -> TestApp {
         base,
         client: reqwest::Client::new(),
         key: None,
-        pool,
+        store: db.store.clone(),
+        _db: Arc::new(db),
     }
 }
 
 impl TestApp {
     pub fn with_key(&self, key: &str) -> TestApp {
         TestApp {
-            base: self.base.clone(),
-            client: self.client.clone(),
             key: Some(key.to_owned()),
-            pool: self.pool.clone(),
+            ..self.clone()
         }
     }
 

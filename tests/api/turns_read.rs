@@ -9,9 +9,9 @@ fn keys(v: &Value) -> BTreeSet<&str> {
     v.as_object().unwrap().keys().map(String::as_str).collect()
 }
 
-#[sqlx::test]
-async fn a_stored_turn_is_read_back_with_every_field(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_stored_turn_is_read_back_with_every_field() {
+    let app = spawn_app().await;
     let started = chrono::Utc::now();
     let real = tau_turns(2);
     let turns = json!([
@@ -61,9 +61,9 @@ async fn a_stored_turn_is_read_back_with_every_field(pool: sqlx::PgPool) {
     assert_eq!(second["anchors"], json!(derived_anchors("tool", content)));
 }
 
-#[sqlx::test]
-async fn a_turn_id_the_log_does_not_hold_is_404(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn a_turn_id_the_log_does_not_hold_is_404() {
+    let app = spawn_app().await;
     expect(
         app.append("c", json!(tau_turns(3))).await,
         StatusCode::CREATED,
@@ -76,11 +76,9 @@ async fn a_turn_id_the_log_does_not_hold_is_404(pool: sqlx::PgPool) {
     expect(app.turn("c", 2).await, StatusCode::OK).await;
 }
 
-#[sqlx::test]
-async fn the_conversation_reports_next_id_total_tokens_and_its_latest_checkpoint(
-    pool: sqlx::PgPool,
-) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn the_conversation_reports_next_id_total_tokens_and_its_latest_checkpoint() {
+    let app = spawn_app().await;
     let turns: Vec<Value> = tau_turns(6)
         .into_iter()
         .enumerate()
@@ -184,9 +182,9 @@ async fn the_conversation_reports_next_id_total_tokens_and_its_latest_checkpoint
     );
 }
 
-#[sqlx::test]
-async fn an_unknown_conversation_is_404(pool: sqlx::PgPool) {
-    let app = spawn_app(pool).await;
+#[tokio::test]
+async fn an_unknown_conversation_is_404() {
+    let app = spawn_app().await;
     let body = problem(app.conversation("nobody-here").await, StatusCode::NOT_FOUND).await;
     assert!(
         body["detail"].as_str().unwrap().contains("nobody-here"),

@@ -5,10 +5,11 @@ use crate::api::{
     CheckpointItem, CheckpointListResponse, CheckpointResponse, CompactionRequestBody,
     VerdictResponse,
 };
-use crate::coverage::{IdRanges, Outcome, Proposal, TurnStatus, Verdict, decide};
+use crate::coverage::{Outcome, Proposal, TurnStatus, Verdict};
 use crate::domain::{CompactionRequest, ConversationId, ExpectedCheckpoint};
 use crate::http::extract::{ApiJson, ApiPath, Tenant};
 use crate::http::{AppState, Error, Result};
+use crate::store::{ProposeInput, ProposeResult, Storage};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -29,26 +30,6 @@ pub async fn propose(
     })
     .await?;
 
-    let mut decision = state
-        .store
-        .begin_decision(&tenant, &conversation)
-        .await?
-        .ok_or_else(|| conversation_not_found(&conversation))?;
-    if !request
-        .expected_checkpoint
-        .admits(decision.latest_checkpoint)
-    {
-        return Err(stale_checkpoint(
-            request.expected_checkpoint,
-            decision.latest_checkpoint,
-        ));
-    }
-    if request.to >= decision.next_id {
-        return Err(Error::ids_not_in_log(&IdRanges::from_ranges([
-            crate::coverage::IdRange::new(decision.next_id.max(request.from), request.to),
-        ])));
-    }
-    let turns = decision.turn_facts(request.from, request.to).await?;
     let proposal = Proposal {
         from: request.from,
         to: request.to,
@@ -60,21 +41,24 @@ pub async fn propose(
         end_marker: request.end_marker.map(|m| m.into_inner()),
         mode: request.mode.unwrap_or(state.default_mode),
     };
-    let policy = state.policy;
-    let (proposal, verdict) = cpu(move || {
-        let verdict = decide(&proposal, &turns, &policy);
-        (proposal, verdict)
-    })
-    .await?;
-    let verdict = verdict?;
-
-    let persist = verdict.outcome != Outcome::Rejected && !request.dry_run;
-    let checkpoint_id = if persist {
-        Some(decision.persist(&verdict, &proposal.summary).await?)
-    } else {
-        None
+    let input = ProposeInput {
+        proposal,
+        policy: state.policy,
+        expected: request.expected_checkpoint,
+        dry_run: request.dry_run,
     };
-    // Dropping an unpersisted decision rolls it back and releases the conversation.
+    let (verdict, checkpoint_id) = match state.store.propose(&tenant, &conversation, input).await? {
+        ProposeResult::Decided {
+            verdict,
+            checkpoint_id,
+        } => (verdict, checkpoint_id),
+        ProposeResult::NoConversation => return Err(conversation_not_found(&conversation)),
+        ProposeResult::Stale { latest } => {
+            return Err(stale_checkpoint(request.expected_checkpoint, latest));
+        }
+        ProposeResult::NotInLog { missing } => return Err(Error::ids_not_in_log(&missing)),
+        ProposeResult::Invalid(invalid) => return Err(invalid.into()),
+    };
     record(&conversation, checkpoint_id, &verdict, request.dry_run);
     let response = VerdictResponse {
         conversation: conversation.to_string(),

@@ -1,6 +1,7 @@
 //! Liveness, readiness and metrics: unauthenticated, for probes and scrapers.
 
 use crate::http::{AppState, Error, metrics};
+use crate::store::Storage;
 use axum::Json;
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;

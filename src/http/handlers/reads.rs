@@ -7,7 +7,7 @@ use crate::api::{
 use crate::coverage::{IdRanges, Role, locate};
 use crate::http::extract::{ApiPath, ApiQuery, Tenant};
 use crate::http::{AppState, Error, Result};
-use crate::store::{ContextCheckpoint, ContextTurn};
+use crate::store::{ContextCheckpoint, ContextTurn, Storage};
 use axum::Json;
 use axum::extract::State;
 use serde::Deserialize;
@@ -163,10 +163,9 @@ pub async fn compaction_plan(
         .await?
         .ok_or_else(|| conversation_not_found(&conversation))?;
     // By default, plan from the first turn the latest checkpoint did not advance over.
-    let from = query.from.unwrap_or_else(|| {
-        row.latest
-            .map_or(0, |(_, _, advanced_to, _)| advanced_to + 1)
-    });
+    let from = query
+        .from
+        .unwrap_or_else(|| row.latest.map_or(0, |l| l.advanced_to + 1));
     if from < 0 || from >= row.next_id {
         return Err(Error::unprocessable(
             format!(

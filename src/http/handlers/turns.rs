@@ -11,7 +11,7 @@ use crate::coverage::derive::{AnchorSource, derive_anchors};
 use crate::domain::{AppendRequest, NewTurn};
 use crate::http::extract::{ApiJson, ApiPath, Tenant};
 use crate::http::{AppState, Error, Result};
-use crate::store::AppendResult;
+use crate::store::{AppendResult, Storage};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -157,19 +157,12 @@ pub async fn conversation(
         .conversation(&tenant, &conversation)
         .await?
         .ok_or_else(|| conversation_not_found(&conversation))?;
-    let latest_checkpoint = row
-        .latest
-        .map(|(checkpoint_id, from, advanced_to, outcome)| {
-            let outcome =
-                serde_json::from_value(json!(outcome)).map_err(|e| Error::Internal(e.into()))?;
-            Ok::<_, Error>(CheckpointRef {
-                checkpoint_id,
-                from,
-                advanced_to,
-                outcome,
-            })
-        })
-        .transpose()?;
+    let latest_checkpoint = row.latest.map(|l| CheckpointRef {
+        checkpoint_id: l.checkpoint_id,
+        from: l.from,
+        advanced_to: l.advanced_to,
+        outcome: l.outcome,
+    });
     Ok(Json(ConversationResponse {
         conversation: conversation.to_string(),
         next_id: row.next_id,

@@ -1,50 +1,18 @@
 //! The read paths behind reconstruct, context and the compaction plan.
 
-use super::{Store, decode_text, decode_tokens, parse_role};
+use super::PgStore;
 use crate::coverage::{IdRanges, Reason, Role};
 use crate::domain::{ConversationId, TenantId};
+use crate::store::{
+    ContextCheckpoint, ContextTurn, ReconstructRow, SpanningCheckpoint, decode_text, decode_tokens,
+    parse_role,
+};
 use sqlx::Row;
 use sqlx::types::Json;
 
-/// A turn and the checkpoint that decides it, if any.
-#[derive(Debug, Clone)]
-pub struct ReconstructRow {
-    pub role: Role,
-    pub content: String,
-    pub anchors: Vec<String>,
-    pub checkpoint: Option<SpanningCheckpoint>,
-}
-
-/// The newest checkpoint whose `[from, advanced_to]` holds the turn.
-#[derive(Debug, Clone)]
-pub struct SpanningCheckpoint {
-    pub checkpoint_id: i64,
-    pub covered: bool,
-    pub summary: Option<String>,
-    pub reason: Option<Reason>,
-}
-
-#[derive(Debug, Clone)]
-pub struct ContextTurn {
-    pub id: i64,
-    pub role: Role,
-    pub content: String,
-    pub tokens: u32,
-}
-
-#[derive(Debug, Clone)]
-pub struct ContextCheckpoint {
-    pub checkpoint_id: i64,
-    pub from: i64,
-    pub advanced_to: i64,
-    pub covered: IdRanges,
-    pub summary: String,
-    pub summary_tokens: u32,
-}
-
-impl Store {
+impl PgStore {
     /// One round trip: the turn, its deciding checkpoint, and the summary only when it covers.
-    pub async fn reconstruct(
+    pub(super) async fn read_for_reconstruct(
         &self,
         tenant: &TenantId,
         conversation: &ConversationId,
@@ -95,7 +63,7 @@ impl Store {
     }
 
     /// Every turn and checkpoint of a conversation, both in id order.
-    pub async fn context(
+    pub(super) async fn read_context(
         &self,
         tenant: &TenantId,
         conversation: &ConversationId,
@@ -148,7 +116,7 @@ impl Store {
     }
 
     /// Role and tokens of every turn from `from` on, in id order.
-    pub async fn token_counts_from(
+    pub(super) async fn read_token_counts(
         &self,
         tenant: &TenantId,
         conversation: &ConversationId,

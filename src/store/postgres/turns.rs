@@ -1,35 +1,18 @@
 //! Appending to and reading from the raw turn log.
 
-use super::{Store, decode_text, decode_tokens, parse_role};
-use crate::append::{AppendConflict, AppendPlan, LoggedTurn, PreparedTurn, plan_append};
+use super::PgStore;
+use crate::append::{LoggedTurn, PreparedTurn, plan_append};
 use crate::domain::{ConversationId, TenantId};
-use chrono::{DateTime, Utc};
+use crate::store::{
+    AppendResult, ConversationRow, LatestCheckpoint, StoredTurn, decode_text, decode_tokens,
+    parse_outcome, parse_role,
+};
 use sqlx::types::Json;
 use sqlx::{Postgres, Row, Transaction};
 
-/// A stored turn with its metadata.
-#[derive(Debug, Clone)]
-pub struct StoredTurn {
-    pub turn: LoggedTurn,
-    pub created_at: DateTime<Utc>,
-}
-
-#[derive(Debug, Clone)]
-pub struct ConversationRow {
-    pub next_id: i64,
-    pub total_tokens: i64,
-    pub checkpoint_count: i64,
-    pub latest: Option<(i64, i64, i64, String)>,
-}
-
-pub enum AppendResult {
-    Done(AppendPlan),
-    Conflict(AppendConflict),
-}
-
-impl Store {
+impl PgStore {
     /// Appends a batch in one transaction, all or nothing, serialized per conversation.
-    pub async fn append(
+    pub(super) async fn append_batch(
         &self,
         tenant: &TenantId,
         conversation: &ConversationId,
@@ -76,7 +59,7 @@ impl Store {
         Ok(AppendResult::Done(plan))
     }
 
-    pub async fn turn(
+    pub(super) async fn read_turn(
         &self,
         tenant: &TenantId,
         conversation: &ConversationId,
@@ -100,7 +83,7 @@ impl Store {
         .transpose()
     }
 
-    pub async fn conversation(
+    pub(super) async fn read_conversation(
         &self,
         tenant: &TenantId,
         conversation: &ConversationId,
@@ -117,12 +100,12 @@ impl Store {
         .await?;
         row.map(|row| {
             let latest = match row.try_get::<Option<i64>, _>("checkpoint_id")? {
-                Some(id) => Some((
-                    id,
-                    row.try_get("from_id")?,
-                    row.try_get("advanced_to")?,
-                    row.try_get("outcome")?,
-                )),
+                Some(checkpoint_id) => Some(LatestCheckpoint {
+                    checkpoint_id,
+                    from: row.try_get("from_id")?,
+                    advanced_to: row.try_get("advanced_to")?,
+                    outcome: parse_outcome(row.try_get("outcome")?)?,
+                }),
                 None => None,
             };
             Ok(ConversationRow {

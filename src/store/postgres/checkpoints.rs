@@ -1,0 +1,210 @@
+//! Deciding and persisting checkpoints, one conversation at a time.
+
+use super::PgStore;
+use super::turns::lock_conversation;
+use crate::coverage::{IdRanges, TurnFacts, Verdict};
+use crate::domain::{ConversationId, TenantId};
+use crate::store::{
+    CheckpointRow, ProposeInput, ProposeResult, decide_loaded, decode_text, decode_tokens,
+    parse_role, persists, precheck,
+};
+use sqlx::types::Json;
+use sqlx::{Postgres, Row, Transaction};
+
+impl PgStore {
+    pub(super) async fn decide_and_persist(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        input: ProposeInput,
+    ) -> Result<ProposeResult, sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        // The row lock serializes this decision with appends and other decisions on the
+        // conversation, across service processes; dropping `tx` unpersisted rolls back.
+        let Some(next_id) = lock_conversation(&mut tx, tenant, conversation).await? else {
+            return Ok(ProposeResult::NoConversation);
+        };
+        let (latest, count): (Option<i64>, i64) = sqlx::query_as(
+            "SELECT latest_checkpoint, checkpoint_count FROM conversations WHERE tenant = $1 AND conversation = $2",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .fetch_one(&mut *tx)
+        .await?;
+        if let Some(early) = precheck(&input, next_id, latest) {
+            return Ok(early);
+        }
+        let turns = turn_facts(
+            &mut tx,
+            tenant,
+            conversation,
+            input.proposal.from,
+            input.proposal.to,
+        )
+        .await?;
+        let verdict = match decide_loaded(&input, turns).await? {
+            Ok(verdict) => verdict,
+            Err(invalid) => return Ok(ProposeResult::Invalid(invalid)),
+        };
+        if !persists(&input, &verdict) {
+            return Ok(ProposeResult::Decided {
+                verdict,
+                checkpoint_id: None,
+            });
+        }
+        let checkpoint_id = count + 1;
+        insert_checkpoint(
+            &mut tx,
+            tenant,
+            conversation,
+            checkpoint_id,
+            &verdict,
+            &input.proposal.summary,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(ProposeResult::Decided {
+            verdict,
+            checkpoint_id: Some(checkpoint_id),
+        })
+    }
+
+    pub(super) async fn list_checkpoints(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> Result<Vec<CheckpointRow>, sqlx::Error> {
+        let rows = sqlx::query(
+            "SELECT checkpoint_id, created_at, jsonb_set(verdict, '{turns}', '[]') AS verdict FROM checkpoints \
+             WHERE tenant = $1 AND conversation = $2 ORDER BY checkpoint_id DESC",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let Json(verdict): Json<Verdict> = row.try_get("verdict")?;
+                Ok(CheckpointRow {
+                    checkpoint_id: row.try_get("checkpoint_id")?,
+                    created_at: row.try_get("created_at")?,
+                    summary: None,
+                    verdict,
+                })
+            })
+            .collect()
+    }
+
+    pub(super) async fn read_checkpoint(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        checkpoint_id: i64,
+    ) -> Result<Option<CheckpointRow>, sqlx::Error> {
+        let row = sqlx::query(
+            "SELECT checkpoint_id, created_at, summary, verdict FROM checkpoints \
+             WHERE tenant = $1 AND conversation = $2 AND checkpoint_id = $3",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .bind(checkpoint_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| {
+            let Json(verdict): Json<Verdict> = row.try_get("verdict")?;
+            Ok(CheckpointRow {
+                checkpoint_id: row.try_get("checkpoint_id")?,
+                created_at: row.try_get("created_at")?,
+                summary: Some(decode_text(row.try_get("summary")?)?),
+                verdict,
+            })
+        })
+        .transpose()
+    }
+}
+
+/// The facts of the turns `[from, to]`, in id order.
+async fn turn_facts(
+    tx: &mut Transaction<'_, Postgres>,
+    tenant: &TenantId,
+    conversation: &ConversationId,
+    from: i64,
+    to: i64,
+) -> Result<Vec<TurnFacts>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT id, role, tokens, anchors FROM turns \
+         WHERE tenant = $1 AND conversation = $2 AND id BETWEEN $3 AND $4 ORDER BY id",
+    )
+    .bind(tenant.as_str())
+    .bind(conversation.as_str())
+    .bind(from)
+    .bind(to)
+    .fetch_all(&mut **tx)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            let Json(anchors): Json<Vec<String>> = row.try_get("anchors")?;
+            Ok(TurnFacts {
+                id: row.try_get("id")?,
+                role: parse_role(row.try_get("role")?)?,
+                tokens: decode_tokens(row.try_get("tokens")?)?,
+                anchors,
+            })
+        })
+        .collect()
+}
+
+async fn insert_checkpoint(
+    tx: &mut Transaction<'_, Postgres>,
+    tenant: &TenantId,
+    conversation: &ConversationId,
+    checkpoint_id: i64,
+    verdict: &Verdict,
+    summary: &str,
+) -> Result<(), sqlx::Error> {
+    let advanced_to = verdict
+        .advanced_to
+        .ok_or_else(|| sqlx::Error::Protocol("a persisted verdict always advances".into()))?;
+    sqlx::query(
+        "INSERT INTO checkpoints (tenant, conversation, checkpoint_id, from_id, to_id, advanced_to, outcome, \
+           covered, uncovered, not_compacted, summary, summary_tokens, verdict) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, \
+           inclusive_ranges($8::int8[], $9::int8[]), inclusive_ranges($10::int8[], $11::int8[]), \
+           inclusive_ranges($12::int8[], $13::int8[]), $14, $15, $16)",
+    )
+    .bind(tenant.as_str())
+    .bind(conversation.as_str())
+    .bind(checkpoint_id)
+    .bind(verdict.from)
+    .bind(verdict.to)
+    .bind(advanced_to)
+    .bind(verdict.outcome.as_str())
+    .bind(starts(&verdict.covered))
+    .bind(ends(&verdict.covered))
+    .bind(starts(&verdict.uncovered))
+    .bind(ends(&verdict.uncovered))
+    .bind(starts(&verdict.not_compacted))
+    .bind(ends(&verdict.not_compacted))
+    .bind(summary.as_bytes())
+    .bind(i64::from(verdict.summary_tokens))
+    .bind(Json(verdict))
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query(
+        "UPDATE conversations SET latest_checkpoint = $3, checkpoint_count = $3 WHERE tenant = $1 AND conversation = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(conversation.as_str())
+    .bind(checkpoint_id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+fn starts(set: &IdRanges) -> Vec<i64> {
+    set.ranges().iter().map(|r| r.start).collect()
+}
+
+fn ends(set: &IdRanges) -> Vec<i64> {
+    set.ranges().iter().map(|r| r.end).collect()
+}

@@ -1,0 +1,141 @@
+//! The Postgres backend: for teams that share one gatekeeper database across many agents.
+
+mod checkpoints;
+mod reads;
+mod turns;
+
+use super::*;
+use sqlx::PgPool;
+use sqlx::migrate::{MigrateDatabase, Migrator};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use std::str::FromStr;
+use std::time::Duration;
+
+pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
+
+#[derive(Clone, Debug)]
+pub struct PgStore {
+    pool: PgPool,
+}
+
+impl PgStore {
+    /// Connects, creating the database if it does not exist, and applies the migrations.
+    pub async fn connect(
+        url: &str,
+        pool_size: u32,
+        acquire_timeout: Duration,
+    ) -> anyhow::Result<Self> {
+        let options = PgConnectOptions::from_str(url)?;
+        if !sqlx::Postgres::database_exists(url).await? {
+            tracing::info!(
+                database = options.get_database().unwrap_or_default(),
+                "creating the database"
+            );
+            // Another process may create it at the same moment; that is fine.
+            if let Err(e) = sqlx::Postgres::create_database(url).await
+                && !sqlx::Postgres::database_exists(url).await.unwrap_or(false)
+            {
+                return Err(e.into());
+            }
+        }
+        let pool = PgPoolOptions::new()
+            .max_connections(pool_size)
+            .acquire_timeout(acquire_timeout)
+            .connect_with(options)
+            .await?;
+        MIGRATOR.run(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    /// Wraps a pool whose database is already migrated.
+    pub fn from_pool(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+}
+
+impl Storage for PgStore {
+    async fn ready(&self) -> R<bool> {
+        let applied: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations WHERE success")
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(applied as usize >= MIGRATOR.iter().count())
+    }
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+    async fn append(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        batch: Vec<PreparedTurn>,
+    ) -> R<AppendResult> {
+        self.append_batch(tenant, conversation, batch).await
+    }
+    async fn turn(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        id: i64,
+    ) -> R<Option<StoredTurn>> {
+        self.read_turn(tenant, conversation, id).await
+    }
+    async fn conversation(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> R<Option<ConversationRow>> {
+        self.read_conversation(tenant, conversation).await
+    }
+    async fn propose(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        input: ProposeInput,
+    ) -> R<ProposeResult> {
+        self.decide_and_persist(tenant, conversation, input).await
+    }
+    async fn checkpoints(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> R<Vec<CheckpointRow>> {
+        self.list_checkpoints(tenant, conversation).await
+    }
+    async fn checkpoint(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        checkpoint_id: i64,
+    ) -> R<Option<CheckpointRow>> {
+        self.read_checkpoint(tenant, conversation, checkpoint_id)
+            .await
+    }
+    async fn reconstruct(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        turn: i64,
+    ) -> R<Option<ReconstructRow>> {
+        self.read_for_reconstruct(tenant, conversation, turn).await
+    }
+    async fn context(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> R<(Vec<ContextTurn>, Vec<ContextCheckpoint>)> {
+        self.read_context(tenant, conversation).await
+    }
+    async fn token_counts_from(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        from: i64,
+    ) -> R<Vec<(i64, Role, u32)>> {
+        self.read_token_counts(tenant, conversation, from).await
+    }
+}

@@ -1,0 +1,180 @@
+//! Deciding and persisting checkpoints under SQLite's write lock.
+
+use super::SqliteStore;
+use crate::coverage::{TurnFacts, Verdict};
+use crate::domain::{ConversationId, TenantId};
+use crate::store::{
+    CheckpointRow, ProposeInput, ProposeResult, decide_loaded, decode_json, decode_text,
+    decode_tokens, parse_role, persists, precheck,
+};
+use sqlx::{Row, Sqlite, Transaction};
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<String, sqlx::Error> {
+    serde_json::to_string(value).map_err(|e| sqlx::Error::Encode(e.into()))
+}
+
+impl SqliteStore {
+    pub(super) async fn decide_and_persist(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        input: ProposeInput,
+    ) -> Result<ProposeResult, sqlx::Error> {
+        let mut tx = self.begin_write().await?;
+        let row = sqlx::query(
+            "SELECT next_id, latest_checkpoint, checkpoint_count FROM conversations \
+             WHERE tenant = ?1 AND conversation = ?2",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else {
+            return Ok(ProposeResult::NoConversation);
+        };
+        let (next_id, latest, count): (i64, Option<i64>, i64) = (
+            row.try_get("next_id")?,
+            row.try_get("latest_checkpoint")?,
+            row.try_get("checkpoint_count")?,
+        );
+        if let Some(early) = precheck(&input, next_id, latest) {
+            return Ok(early);
+        }
+        let turns = turn_facts(
+            &mut tx,
+            tenant,
+            conversation,
+            input.proposal.from,
+            input.proposal.to,
+        )
+        .await?;
+        let verdict = match decide_loaded(&input, turns).await? {
+            Ok(verdict) => verdict,
+            Err(invalid) => return Ok(ProposeResult::Invalid(invalid)),
+        };
+        if !persists(&input, &verdict) {
+            return Ok(ProposeResult::Decided {
+                verdict,
+                checkpoint_id: None,
+            });
+        }
+        let checkpoint_id = count + 1;
+        let advanced_to = verdict
+            .advanced_to
+            .ok_or_else(|| sqlx::Error::Protocol("a persisted verdict always advances".into()))?;
+        sqlx::query(
+            "INSERT INTO checkpoints (tenant, conversation, checkpoint_id, from_id, to_id, advanced_to, outcome, \
+               covered, uncovered, not_compacted, summary, summary_tokens, verdict) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .bind(checkpoint_id)
+        .bind(verdict.from)
+        .bind(verdict.to)
+        .bind(advanced_to)
+        .bind(verdict.outcome.as_str())
+        .bind(to_json(&verdict.covered)?)
+        .bind(to_json(&verdict.uncovered)?)
+        .bind(to_json(&verdict.not_compacted)?)
+        .bind(input.proposal.summary.as_bytes())
+        .bind(i64::from(verdict.summary_tokens))
+        .bind(to_json(&verdict)?)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE conversations SET latest_checkpoint = ?3, checkpoint_count = ?3 WHERE tenant = ?1 AND conversation = ?2",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .bind(checkpoint_id)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(ProposeResult::Decided {
+            verdict,
+            checkpoint_id: Some(checkpoint_id),
+        })
+    }
+
+    pub(super) async fn list_checkpoints(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> Result<Vec<CheckpointRow>, sqlx::Error> {
+        let rows = sqlx::query(
+            "SELECT checkpoint_id, created_at, json_set(verdict, '$.turns', json('[]')) AS verdict FROM checkpoints \
+             WHERE tenant = ?1 AND conversation = ?2 ORDER BY checkpoint_id DESC",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(CheckpointRow {
+                    checkpoint_id: row.try_get("checkpoint_id")?,
+                    created_at: row.try_get("created_at")?,
+                    summary: None,
+                    verdict: decode_json(row.try_get("verdict")?)?,
+                })
+            })
+            .collect()
+    }
+
+    pub(super) async fn read_checkpoint(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        checkpoint_id: i64,
+    ) -> Result<Option<CheckpointRow>, sqlx::Error> {
+        let row = sqlx::query(
+            "SELECT checkpoint_id, created_at, summary, verdict FROM checkpoints \
+             WHERE tenant = ?1 AND conversation = ?2 AND checkpoint_id = ?3",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .bind(checkpoint_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| {
+            let verdict: Verdict = decode_json(row.try_get("verdict")?)?;
+            Ok(CheckpointRow {
+                checkpoint_id: row.try_get("checkpoint_id")?,
+                created_at: row.try_get("created_at")?,
+                summary: Some(decode_text(row.try_get("summary")?)?),
+                verdict,
+            })
+        })
+        .transpose()
+    }
+}
+
+async fn turn_facts(
+    tx: &mut Transaction<'_, Sqlite>,
+    tenant: &TenantId,
+    conversation: &ConversationId,
+    from: i64,
+    to: i64,
+) -> Result<Vec<TurnFacts>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT id, role, tokens, anchors FROM turns \
+         WHERE tenant = ?1 AND conversation = ?2 AND id BETWEEN ?3 AND ?4 ORDER BY id",
+    )
+    .bind(tenant.as_str())
+    .bind(conversation.as_str())
+    .bind(from)
+    .bind(to)
+    .fetch_all(&mut **tx)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(TurnFacts {
+                id: row.try_get("id")?,
+                role: parse_role(row.try_get("role")?)?,
+                tokens: decode_tokens(row.try_get("tokens")?)?,
+                anchors: decode_json(row.try_get("anchors")?)?,
+            })
+        })
+        .collect()
+}

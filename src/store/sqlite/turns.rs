@@ -1,0 +1,168 @@
+//! Appending to and reading from the raw turn log.
+
+use super::SqliteStore;
+use crate::append::{LoggedTurn, PreparedTurn, plan_append};
+use crate::domain::{ConversationId, TenantId};
+use crate::store::{
+    AppendResult, ConversationRow, LatestCheckpoint, StoredTurn, decode_json, decode_text,
+    decode_tokens, parse_outcome, parse_role,
+};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, Sqlite, Transaction};
+
+impl SqliteStore {
+    pub(super) async fn append_batch(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        batch: Vec<PreparedTurn>,
+    ) -> Result<AppendResult, sqlx::Error> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query("INSERT INTO conversations (tenant, conversation) VALUES (?1, ?2) ON CONFLICT DO NOTHING")
+            .bind(tenant.as_str())
+            .bind(conversation.as_str())
+            .execute(&mut *tx)
+            .await?;
+        let next_id: i64 = sqlx::query_scalar(
+            "SELECT next_id FROM conversations WHERE tenant = ?1 AND conversation = ?2",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .fetch_one(&mut *tx)
+        .await?;
+        let named: Vec<i64> = batch
+            .iter()
+            .filter_map(|t| t.id)
+            .filter(|&id| id < next_id)
+            .collect();
+        let stored = if named.is_empty() {
+            Vec::new()
+        } else {
+            load_turns(&mut tx, tenant, conversation, &named).await?
+        };
+        let plan = match plan_append(next_id, batch, &stored) {
+            Ok(plan) => plan,
+            Err(conflict) => return Ok(AppendResult::Conflict(conflict)),
+        };
+        if !plan.new.is_empty() {
+            for t in &plan.new {
+                sqlx::query(
+                    "INSERT INTO turns (tenant, conversation, id, role, content, tokens, anchors, external_id) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                )
+                .bind(tenant.as_str())
+                .bind(conversation.as_str())
+                .bind(t.id)
+                .bind(t.role.as_str())
+                .bind(t.content.as_bytes())
+                .bind(i64::from(t.tokens))
+                .bind(serde_json::to_string(&t.anchors).map_err(|e| sqlx::Error::Encode(e.into()))?)
+                .bind(t.external_id.as_deref())
+                .execute(&mut *tx)
+                .await?;
+            }
+            let added: i64 = plan.new.iter().map(|t| i64::from(t.tokens)).sum();
+            sqlx::query(
+                "UPDATE conversations SET next_id = ?3, total_tokens = total_tokens + ?4 \
+                 WHERE tenant = ?1 AND conversation = ?2",
+            )
+            .bind(tenant.as_str())
+            .bind(conversation.as_str())
+            .bind(plan.next_id)
+            .bind(added)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(AppendResult::Done(plan))
+    }
+
+    pub(super) async fn read_turn(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        id: i64,
+    ) -> Result<Option<StoredTurn>, sqlx::Error> {
+        let row = sqlx::query(
+            "SELECT id, role, content, tokens, anchors, external_id, created_at FROM turns \
+             WHERE tenant = ?1 AND conversation = ?2 AND id = ?3",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| {
+            Ok(StoredTurn {
+                created_at: row.try_get("created_at")?,
+                turn: logged_turn(&row)?,
+            })
+        })
+        .transpose()
+    }
+
+    pub(super) async fn read_conversation(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> Result<Option<ConversationRow>, sqlx::Error> {
+        let row = sqlx::query(
+            "SELECT c.next_id, c.total_tokens, c.checkpoint_count, k.checkpoint_id, k.from_id, k.advanced_to, k.outcome \
+             FROM conversations c LEFT JOIN checkpoints k ON k.tenant = c.tenant \
+               AND k.conversation = c.conversation AND k.checkpoint_id = c.latest_checkpoint \
+             WHERE c.tenant = ?1 AND c.conversation = ?2",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| {
+            let latest = match row.try_get::<Option<i64>, _>("checkpoint_id")? {
+                Some(checkpoint_id) => Some(LatestCheckpoint {
+                    checkpoint_id,
+                    from: row.try_get("from_id")?,
+                    advanced_to: row.try_get("advanced_to")?,
+                    outcome: parse_outcome(row.try_get("outcome")?)?,
+                }),
+                None => None,
+            };
+            Ok(ConversationRow {
+                next_id: row.try_get("next_id")?,
+                total_tokens: row.try_get("total_tokens")?,
+                checkpoint_count: row.try_get("checkpoint_count")?,
+                latest,
+            })
+        })
+        .transpose()
+    }
+}
+
+async fn load_turns(
+    tx: &mut Transaction<'_, Sqlite>,
+    tenant: &TenantId,
+    conversation: &ConversationId,
+    ids: &[i64],
+) -> Result<Vec<LoggedTurn>, sqlx::Error> {
+    let ids = serde_json::to_string(ids).map_err(|e| sqlx::Error::Encode(e.into()))?;
+    let rows = sqlx::query(
+        "SELECT id, role, content, tokens, anchors, external_id FROM turns \
+         WHERE tenant = ?1 AND conversation = ?2 AND id IN (SELECT value FROM json_each(?3))",
+    )
+    .bind(tenant.as_str())
+    .bind(conversation.as_str())
+    .bind(ids)
+    .fetch_all(&mut **tx)
+    .await?;
+    rows.iter().map(logged_turn).collect()
+}
+
+fn logged_turn(row: &SqliteRow) -> Result<LoggedTurn, sqlx::Error> {
+    Ok(LoggedTurn {
+        id: row.try_get("id")?,
+        role: parse_role(row.try_get("role")?)?,
+        content: decode_text(row.try_get("content")?)?,
+        tokens: decode_tokens(row.try_get("tokens")?)?,
+        anchors: decode_json(row.try_get("anchors")?)?,
+        external_id: row.try_get("external_id")?,
+    })
+}
