@@ -7,6 +7,10 @@
 pub mod api;
 /// How a batch of turns fits the log: new turns, replays, conflicts, gaps (pure).
 pub mod append;
+/// The `gatekeeper` command line: serve, migrate, and client commands.
+pub mod cli;
+/// A typed client for the API, with retries that reuse the Idempotency-Key.
+pub mod client;
 /// Typed configuration from flags and environment, validated at start.
 pub mod config;
 /// The coverage decision: pure functions from turns + proposal to a verdict (no IO).

@@ -1,0 +1,323 @@
+//! The `gatekeeper` command line: the service (`serve`, `migrate`) and client commands that
+//! talk to a running service. Exit codes: 0 done, 1 error, 2 usage, 3 proposal rejected,
+//! 4 not found.
+
+mod output;
+mod transcript;
+
+use crate::api::CompactionRequestBody;
+use crate::client::{Client, ClientError};
+use crate::config::{DatabaseConfig, ServeConfig};
+use crate::store::Store;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "gatekeeper",
+    version,
+    about = "Guards the compaction checkpoints of LLM agents."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+/// `gatekeeper` with no subcommand serves, configured from the environment alone.
+#[derive(Parser)]
+struct ServeFromEnv {
+    #[command(flatten)]
+    config: ServeConfig,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the HTTP service (the default).
+    Serve(Box<ServeConfig>),
+    /// Create the database if missing and apply the migrations, then exit.
+    Migrate(DatabaseConfig),
+    /// Append a transcript: JSONL turns, or tau-bench conversations (resumes where the log ends).
+    Append(AppendArgs),
+    /// Propose a compaction from a JSON file or stdin.
+    Compact(CompactArgs),
+    /// Get a turn back: from the summary if covered, else from the raw log.
+    Reconstruct(ReconstructArgs),
+    /// The working context: summaries and uncovered turns in order.
+    Context(ConversationArgs),
+    /// The largest range from `--from` that a summary budget can cover.
+    Plan(PlanArgs),
+    /// A conversation's log and latest checkpoint, or the service's readiness.
+    Status(StatusArgs),
+}
+
+#[derive(Args, Clone)]
+pub struct Remote {
+    /// Base URL of the gatekeeper.
+    #[arg(
+        long,
+        env = "GATEKEEPER_URL",
+        default_value = "http://127.0.0.1:8080",
+        global = true
+    )]
+    url: String,
+    /// API key (bearer), when the service has keys configured.
+    #[arg(long, env = "GATEKEEPER_KEY", hide_env_values = true, global = true)]
+    key: Option<String>,
+    /// Print the service's JSON instead of a human summary.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+impl Remote {
+    fn client(&self) -> Client {
+        Client::new(&self.url, self.key.clone())
+    }
+}
+
+#[derive(Args)]
+struct AppendArgs {
+    /// The transcript: a `.jsonl` of turns (`{"role", "content", ...}` per line), or a tau-bench
+    /// `.jsonl`/`.jsonl.gz` of conversations.
+    file: PathBuf,
+    /// Conversation to append to (required for a file of turns; for tau-bench, each record's own
+    /// name is used unless this is given together with `--only`).
+    #[arg(long, short)]
+    conversation: Option<String>,
+    /// For tau-bench files: append only the conversation with this name.
+    #[arg(long)]
+    only: Option<String>,
+    /// For tau-bench files: append at most this many conversations.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Turns per request.
+    #[arg(long, default_value_t = 500)]
+    batch: usize,
+    #[command(flatten)]
+    remote: Remote,
+}
+
+#[derive(Args)]
+struct CompactArgs {
+    conversation: String,
+    /// A JSON proposal (`{"from", "to", "summary", "summary_budget", ...}`); `-` or absent: stdin.
+    file: Option<PathBuf>,
+    /// Decide without persisting.
+    #[arg(long)]
+    dry_run: bool,
+    #[command(flatten)]
+    remote: Remote,
+}
+
+#[derive(Args)]
+struct ReconstructArgs {
+    conversation: String,
+    turn: i64,
+    #[command(flatten)]
+    remote: Remote,
+}
+
+#[derive(Args)]
+struct ConversationArgs {
+    conversation: String,
+    #[command(flatten)]
+    remote: Remote,
+}
+
+#[derive(Args)]
+struct PlanArgs {
+    conversation: String,
+    /// Summary budget in tokens.
+    #[arg(long)]
+    budget: i64,
+    /// First turn of the range (default: after the latest checkpoint).
+    #[arg(long)]
+    from: Option<i64>,
+    #[command(flatten)]
+    remote: Remote,
+}
+
+#[derive(Args)]
+struct StatusArgs {
+    /// A conversation; without one, the service's readiness.
+    conversation: Option<String>,
+    #[command(flatten)]
+    remote: Remote,
+}
+
+/// What a command ended with, mapped to the exit code.
+pub enum Failure {
+    Rejected,
+    NotFound(String),
+    Other(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Failure::Other(e)
+    }
+}
+
+impl From<ClientError> for Failure {
+    fn from(e: ClientError) -> Self {
+        match e {
+            ClientError::Problem(p) if p.status == 404 => Failure::NotFound(p.detail),
+            other => Failure::Other(other.into()),
+        }
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        Failure::Other(e.into())
+    }
+}
+
+pub async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => match ServeFromEnv::try_parse_from(["gatekeeper"]) {
+            Ok(ServeFromEnv { config }) => crate::server::run(config).await.map_err(Failure::from),
+            Err(e) => e.exit(),
+        },
+        Some(Command::Serve(config)) => crate::server::run(*config).await.map_err(Failure::from),
+        Some(Command::Migrate(db)) => migrate(db).await,
+        Some(Command::Append(args)) => append(args).await,
+        Some(Command::Compact(args)) => compact(args).await,
+        Some(Command::Reconstruct(args)) => show(
+            &args.remote,
+            args.remote
+                .client()
+                .reconstruct(&args.conversation, args.turn)
+                .await,
+            output::reconstruct,
+        ),
+        Some(Command::Context(args)) => show(
+            &args.remote,
+            args.remote.client().context(&args.conversation).await,
+            output::context,
+        ),
+        Some(Command::Plan(args)) => {
+            let plan = args
+                .remote
+                .client()
+                .plan(&args.conversation, args.budget, args.from)
+                .await;
+            show(&args.remote, plan, output::plan)
+        }
+        Some(Command::Status(args)) => status(args).await,
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Rejected) => ExitCode::from(3),
+        Err(Failure::NotFound(detail)) => {
+            eprintln!("gatekeeper: not found: {detail}");
+            ExitCode::from(4)
+        }
+        Err(Failure::Other(e)) => {
+            eprintln!("gatekeeper: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn show<T: serde::Serialize>(
+    remote: &Remote,
+    answer: Result<T, ClientError>,
+    human: fn(&T) -> String,
+) -> Result<(), Failure> {
+    output::print(remote, &answer?, human);
+    Ok(())
+}
+
+async fn migrate(db: DatabaseConfig) -> Result<(), Failure> {
+    let store = Store::connect(&db.url(), db.pool_size, db.acquire_timeout()).await?;
+    println!(
+        "migrations applied ({:?} at {})",
+        store.backend(),
+        crate::config::redact_url(&db.url())
+    );
+    Ok(())
+}
+
+async fn append(args: AppendArgs) -> Result<(), Failure> {
+    let client = args.remote.client();
+    let transcripts = transcript::read(
+        &args.file,
+        args.conversation.as_deref(),
+        args.only.as_deref(),
+        args.limit,
+    )?;
+    let total: u64 = transcripts.iter().map(|t| t.turns.len() as u64).sum();
+    let progress = indicatif::ProgressBar::new(total);
+    progress.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} turns {per_sec} {msg}")
+            .expect("static template"),
+    );
+    let mut summary = Vec::new();
+    for t in transcripts {
+        let appended =
+            transcript::append_resumable(&client, &t, args.batch.max(1), &progress).await?;
+        summary.push(appended);
+    }
+    progress.finish_and_clear();
+    output::print(&args.remote, &summary, output::append);
+    Ok(())
+}
+
+async fn compact(args: CompactArgs) -> Result<(), Failure> {
+    let text = match args.file.as_deref() {
+        None => std::io::read_to_string(std::io::stdin())?,
+        Some(p) if p.as_os_str() == "-" => std::io::read_to_string(std::io::stdin())?,
+        Some(p) => std::fs::read_to_string(p)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?,
+    };
+    let mut request: CompactionRequestBody = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("the proposal is not valid JSON for the API: {e}"))?;
+    request.dry_run |= args.dry_run;
+    match args
+        .remote
+        .client()
+        .propose(&args.conversation, &request, None)
+        .await
+    {
+        Ok(verdict) => {
+            output::print(&args.remote, &verdict, output::verdict);
+            Ok(())
+        }
+        Err(ClientError::Rejected(verdict)) => {
+            output::print(&args.remote, &*verdict, output::verdict);
+            Err(Failure::Rejected)
+        }
+        Err(other) => Err(other.into()),
+    }
+}
+
+async fn status(args: StatusArgs) -> Result<(), Failure> {
+    let client = args.remote.client();
+    match args.conversation {
+        Some(conversation) => {
+            let status = client.conversation(&conversation).await?;
+            output::print(&args.remote, &status, output::status);
+        }
+        None => {
+            let ready = client.ready().await.map_err(Failure::from)?;
+            if args.remote.json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "url": args.remote.url, "ready": ready })
+                );
+            } else {
+                println!(
+                    "{} · {}",
+                    args.remote.url,
+                    if ready { "ready" } else { "not ready" }
+                );
+            }
+            if !ready {
+                return Err(Failure::Other(anyhow::anyhow!("the service is not ready")));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,151 @@
+//! Human-readable output; `--json` prints the service's JSON instead.
+
+use super::Remote;
+use super::transcript::AppendSummary;
+use crate::api::*;
+use crate::coverage::IdRanges;
+use serde::Serialize;
+
+pub fn print<T: Serialize + ?Sized>(remote: &Remote, value: &T, human: fn(&T) -> String) {
+    if remote.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(value).expect("API values serialize")
+        );
+    } else {
+        println!("{}", human(value));
+    }
+}
+
+/// `covered 0-339,341-359 · uncovered 340 · not compacted 360-399`
+pub fn coverage_line(covered: &IdRanges, uncovered: &IdRanges, not_compacted: &IdRanges) -> String {
+    let mut parts = vec![format!("covered {covered}")];
+    if !uncovered.is_empty() {
+        parts.push(format!("uncovered {uncovered}"));
+    }
+    if !not_compacted.is_empty() {
+        parts.push(format!("not compacted {not_compacted}"));
+    }
+    parts.join(" · ")
+}
+
+pub fn verdict(v: &VerdictResponse) -> String {
+    let d = &v.verdict;
+    let head = match (v.checkpoint_id, v.dry_run) {
+        (Some(id), _) => format!("{} · checkpoint {id}", d.outcome.as_str()),
+        (None, true) => format!("{} · dry run, nothing persisted", d.outcome.as_str()),
+        (None, false) => format!("{} · nothing persisted", d.outcome.as_str()),
+    };
+    let mut lines = vec![
+        head,
+        coverage_line(&d.covered, &d.uncovered, &d.not_compacted),
+    ];
+    lines.push(format!(
+        "prefix {} tokens · needs budget {} of {}{}",
+        d.prefix_tokens,
+        d.required_budget,
+        d.summary_budget,
+        if d.over_ceiling {
+            " (over the ceiling)"
+        } else {
+            ""
+        }
+    ));
+    if d.truncated {
+        let signals: Vec<&str> = d.truncation_signals.iter().map(|s| s.as_str()).collect();
+        lines.push(format!("truncated: {}", signals.join(", ")));
+    }
+    if !d.contradictions.is_empty() {
+        lines.push(format!(
+            "contradictions (reported but anchors missing): {}",
+            d.contradictions
+        ));
+    }
+    lines.join("\n")
+}
+
+pub fn reconstruct(r: &ReconstructResponse) -> String {
+    let origin = match (r.source, r.checkpoint_id, r.reason) {
+        (Source::Summary, Some(id), _) => format!("summary of checkpoint {id}"),
+        (Source::RawLog, Some(id), Some(reason)) => {
+            format!("raw log (checkpoint {id}: {})", reason.as_str())
+        }
+        (Source::RawLog, _, _) => "raw log".to_owned(),
+        _ => "live".to_owned(),
+    };
+    format!("turn {} · {} · {}\n{}", r.turn, r.role, origin, r.text)
+}
+
+pub fn context(c: &ContextResponse) -> String {
+    let mut lines = vec![format!(
+        "{} · {} items · {} tokens",
+        c.conversation,
+        c.items.len(),
+        c.total_tokens
+    )];
+    for item in &c.items {
+        lines.push(match item {
+            ContextItem::Summary {
+                checkpoint_id,
+                covers,
+                tokens,
+                ..
+            } => {
+                format!("[summary {checkpoint_id}] covers {covers} · {tokens} tokens")
+            }
+            ContextItem::Turn {
+                id,
+                role,
+                source,
+                tokens,
+                ..
+            } => {
+                format!("[turn {id}] {role} · {} · {tokens} tokens", source.as_str())
+            }
+        });
+    }
+    lines.join("\n")
+}
+
+pub fn plan(p: &CompactionPlanResponse) -> String {
+    match p.to {
+        Some(to) => format!(
+            "compact {}-{to} · {} tokens · needs budget {} of {}",
+            p.from, p.prefix_tokens, p.required_budget, p.summary_budget
+        ),
+        None => format!(
+            "nothing fits: turn {} alone needs budget {} of {}",
+            p.from, p.required_budget, p.summary_budget
+        ),
+    }
+}
+
+pub fn status(s: &ConversationResponse) -> String {
+    let latest = match &s.latest_checkpoint {
+        Some(c) => format!(
+            "latest checkpoint {} ({}, {}-{})",
+            c.checkpoint_id,
+            c.outcome.as_str(),
+            c.from,
+            c.advanced_to
+        ),
+        None => "no checkpoint".to_owned(),
+    };
+    format!(
+        "{} · {} turns · {} tokens · {} checkpoints · {latest}",
+        s.conversation, s.next_id, s.total_tokens, s.checkpoints
+    )
+}
+
+pub fn append(summaries: &Vec<AppendSummary>) -> String {
+    summaries
+        .iter()
+        .map(|s| {
+            format!(
+                "{} · appended {} · already stored {} · next id {}",
+                s.conversation, s.appended, s.already_stored, s.next_id
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -1,0 +1,245 @@
+//! A typed Rust client for the gatekeeper API (reqwest), sharing the server's wire types.
+//!
+//! Errors come back typed: a problem+json answer is a [`ClientError::Problem`], and a rejected
+//! verdict is a [`ClientError::Rejected`] carrying the whole verdict. `503` and `429` answers are
+//! retried with exponential backoff (honouring `Retry-After`); every POST carries an
+//! `Idempotency-Key` (generated when the caller gives none) that all its retries reuse.
+
+use crate::api::*;
+use reqwest::{Method, RequestBuilder, StatusCode};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::time::Duration;
+
+/// An RFC 9457 problem as the service sends it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Problem {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    /// Everything else the service added: `field`, `conflicting_ids`, `missing_ids`, ...
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Problem {
+    /// The last segment of `type`, e.g. `conflict` or `not-found`.
+    pub fn slug(&self) -> &str {
+        self.kind.rsplit(':').next().unwrap_or(&self.kind)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("the proposal was rejected: {}", .0.verdict.outcome.as_str())]
+    Rejected(Box<VerdictResponse>),
+    #[error("{} {}: {}", .0.status, .0.title, .0.detail)]
+    Problem(Problem),
+    #[error("cannot reach the gatekeeper: {0}")]
+    Transport(#[from] reqwest::Error),
+    #[error("unexpected answer ({status}): {body}")]
+    Unexpected { status: u16, body: String },
+}
+
+pub type Result<T, E = ClientError> = std::result::Result<T, E>;
+
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    base: String,
+    key: Option<String>,
+    retries: u32,
+    first_backoff: Duration,
+}
+
+impl Client {
+    /// A client for the service at `base` (e.g. `http://127.0.0.1:8080`), with a bearer key.
+    pub fn new(base: impl Into<String>, key: Option<String>) -> Self {
+        Self {
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .expect("a plain HTTP client builds"),
+            base: base.into().trim_end_matches('/').to_owned(),
+            key,
+            retries: 5,
+            first_backoff: Duration::from_millis(200),
+        }
+    }
+
+    /// How often to retry a `503`/`429`, and the first wait (doubled each time).
+    pub fn with_retries(mut self, retries: u32, first_backoff: Duration) -> Self {
+        self.retries = retries;
+        self.first_backoff = first_backoff;
+        self
+    }
+
+    fn path(conversation: &str, rest: &str) -> String {
+        format!("/v1/conversations/{conversation}{rest}")
+    }
+
+    pub async fn append(
+        &self,
+        conversation: &str,
+        request: &AppendTurnsRequest,
+    ) -> Result<AppendTurnsResponse> {
+        self.send(
+            Method::POST,
+            &Self::path(conversation, "/turns"),
+            Some(request),
+            None,
+        )
+        .await
+    }
+
+    /// Proposes a compaction. A rejected verdict is `Err(ClientError::Rejected)`.
+    pub async fn propose(
+        &self,
+        conversation: &str,
+        request: &CompactionRequestBody,
+        idempotency_key: Option<&str>,
+    ) -> Result<VerdictResponse> {
+        self.send(
+            Method::POST,
+            &Self::path(conversation, "/compactions"),
+            Some(request),
+            idempotency_key,
+        )
+        .await
+    }
+
+    pub async fn conversation(&self, conversation: &str) -> Result<ConversationResponse> {
+        self.get(&Self::path(conversation, "")).await
+    }
+
+    pub async fn turn(&self, conversation: &str, id: i64) -> Result<TurnResponse> {
+        self.get(&Self::path(conversation, &format!("/turns/{id}")))
+            .await
+    }
+
+    pub async fn checkpoints(&self, conversation: &str) -> Result<CheckpointListResponse> {
+        self.get(&Self::path(conversation, "/compactions")).await
+    }
+
+    pub async fn checkpoint(
+        &self,
+        conversation: &str,
+        checkpoint_id: i64,
+    ) -> Result<CheckpointResponse> {
+        self.get(&Self::path(
+            conversation,
+            &format!("/compactions/{checkpoint_id}"),
+        ))
+        .await
+    }
+
+    pub async fn reconstruct(&self, conversation: &str, turn: i64) -> Result<ReconstructResponse> {
+        self.get(&Self::path(conversation, &format!("/reconstruct/{turn}")))
+            .await
+    }
+
+    pub async fn context(&self, conversation: &str) -> Result<ContextResponse> {
+        self.get(&Self::path(conversation, "/context")).await
+    }
+
+    pub async fn plan(
+        &self,
+        conversation: &str,
+        summary_budget: i64,
+        from: Option<i64>,
+    ) -> Result<CompactionPlanResponse> {
+        let mut query = format!("/compaction-plan?summary_budget={summary_budget}");
+        if let Some(from) = from {
+            query.push_str(&format!("&from={from}"));
+        }
+        self.get(&Self::path(conversation, &query)).await
+    }
+
+    /// `/readyz`: whether the service can serve (database reachable and migrated).
+    pub async fn ready(&self) -> Result<bool> {
+        let response = self
+            .http
+            .get(format!("{}/readyz", self.base))
+            .send()
+            .await?;
+        Ok(response.status().is_success())
+    }
+
+    async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
+        self.send::<(), T>(Method::GET, path, None, None).await
+    }
+
+    async fn send<B: Serialize, T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&B>,
+        idempotency_key: Option<&str>,
+    ) -> Result<T> {
+        let key = match (&method, idempotency_key) {
+            (_, Some(key)) => Some(key.to_owned()),
+            (&Method::POST, None) => Some(uuid::Uuid::new_v4().to_string()),
+            _ => None,
+        };
+        let mut wait = self.first_backoff;
+        let mut attempt = 0;
+        loop {
+            let mut request: RequestBuilder = self
+                .http
+                .request(method.clone(), format!("{}{path}", self.base));
+            if let Some(k) = &self.key {
+                request = request.bearer_auth(k);
+            }
+            if let Some(k) = &key {
+                request = request.header("Idempotency-Key", k);
+            }
+            if let Some(body) = body {
+                request = request.json(body);
+            }
+            let response = request.send().await?;
+            let status = response.status();
+            if matches!(
+                status,
+                StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS
+            ) && attempt < self.retries
+            {
+                let retry_after = response
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .map(Duration::from_secs);
+                tokio::time::sleep(retry_after.unwrap_or(wait).max(wait)).await;
+                wait *= 2;
+                attempt += 1;
+                continue;
+            }
+            let text = response.text().await?;
+            if status.is_success() {
+                return serde_json::from_str(&text).map_err(|_| ClientError::Unexpected {
+                    status: status.as_u16(),
+                    body: text,
+                });
+            }
+            return Err(problem_error(status, text));
+        }
+    }
+}
+
+fn problem_error(status: StatusCode, text: String) -> ClientError {
+    let Ok(problem) = serde_json::from_str::<Problem>(&text) else {
+        return ClientError::Unexpected {
+            status: status.as_u16(),
+            body: text,
+        };
+    };
+    if problem.slug() == "proposal-rejected"
+        && let Ok(verdict) = serde_json::from_str::<VerdictResponse>(&text)
+    {
+        return ClientError::Rejected(Box::new(verdict));
+    }
+    ClientError::Problem(problem)
+}
