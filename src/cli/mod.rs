@@ -261,7 +261,7 @@ async fn append(args: AppendArgs) -> Result<(), Failure> {
         summary.push(appended);
     }
     progress.finish_and_clear();
-    output::print(&args.remote, &summary, output::append);
+    output::print(&args.remote, summary.as_slice(), output::append);
     Ok(())
 }
 

@@ -137,7 +137,7 @@ pub fn status(s: &ConversationResponse) -> String {
     )
 }
 
-pub fn append(summaries: &Vec<AppendSummary>) -> String {
+pub fn append(summaries: &[AppendSummary]) -> String {
     summaries
         .iter()
         .map(|s| {
