@@ -7,31 +7,47 @@ use crate::coverage::{Evidence, IdRange, IdRanges, Mode, Outcome, Reason, Role, 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"turns": [
+    {"id": 0, "role": "user", "content": "Hi! I'm looking to book a flight from New York to Seattle on May 20th."},
+    {"id": 1, "role": "assistant", "content": "To assist you with booking a flight, I'll need your user ID. Could you please provide that?"},
+    {"id": 2, "role": "user", "content": "Sure, my user ID is mia_li_3668.", "external_id": "msg_03"}
+]}))]
 pub struct AppendTurnsRequest {
+    /// At most `GATEKEEPER_MAX_BATCH_TURNS` (default 10,000).
+    #[schema(min_items = 1, max_items = 10000)]
     pub turns: Vec<AppendTurn>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AppendTurn {
     /// The turn's sequence number; omitted, the service assigns the next one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0)]
     pub id: Option<i64>,
     pub role: Role,
     pub content: String,
     /// Omitted, the service counts them with its tokenizer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<u32>,
-    /// Omitted, the service derives them from the content.
+    /// Omitted, the service derives them from the content. At most
+    /// `GATEKEEPER_MAX_ANCHORS_PER_TURN` (default 64).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Anchor>>, max_items = 64)]
     pub anchors: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Label>)]
     pub external_id: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({"conversation": "airline-0-0", "appended": 3, "replayed": 0, "next_id": 3, "turns": [
+    {"id": 0, "tokens": 19, "anchors": ["Seattle", "York", "New"]},
+    {"id": 1, "tokens": 20, "anchors": []},
+    {"id": 2, "tokens": 12, "anchors": ["mia_li_3668"]}
+]}))]
 pub struct AppendTurnsResponse {
     pub conversation: String,
     pub appended: u64,
@@ -40,7 +56,7 @@ pub struct AppendTurnsResponse {
     pub turns: Vec<AppendedTurn>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AppendedTurn {
     pub id: i64,
     pub tokens: u32,
@@ -48,7 +64,7 @@ pub struct AppendedTurn {
     pub anchors: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TurnResponse {
     pub id: i64,
     pub role: Role,
@@ -59,7 +75,9 @@ pub struct TurnResponse {
     pub created_at: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({"conversation": "airline-0-0", "next_id": 3, "total_tokens": 51, "checkpoints": 1,
+    "latest_checkpoint": {"checkpoint_id": 1, "from": 0, "advanced_to": 2, "outcome": "narrowed"}}))]
 pub struct ConversationResponse {
     pub conversation: String,
     pub next_id: i64,
@@ -68,7 +86,7 @@ pub struct ConversationResponse {
     pub latest_checkpoint: Option<CheckpointRef>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CheckpointRef {
     pub checkpoint_id: i64,
     pub from: i64,
@@ -76,18 +94,32 @@ pub struct CheckpointRef {
     pub outcome: Outcome,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({
+    "from": 0, "to": 2, "summary_budget": 512, "finish_reason": "stop", "end_marker": "</summary>",
+    "summary": "<summary>Mia (user mia_li_3668) wants a flight from New York to Seattle on May 20th.</summary>"
+}))]
 pub struct CompactionRequestBody {
+    /// First turn of the range (inclusive).
+    #[schema(minimum = 0)]
     pub from: i64,
+    /// Last turn of the range (inclusive); not before `from`, and in the log.
+    #[schema(minimum = 0)]
     pub to: i64,
     pub summary: String,
+    /// The token budget the summary was written under.
+    #[schema(minimum = 1)]
     pub summary_budget: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consumed: Option<Vec<IdRange>>,
+    /// The summarizer's stop reason as its API returned it (`length`, `max_tokens`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Label>)]
     pub finish_reason: Option<String>,
+    /// A string the complete summary must end with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Label>)]
     pub end_marker: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
@@ -109,7 +141,15 @@ fn present_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<i64>
 }
 
 /// A verdict as the API returns it: the decision plus where it was persisted, if anywhere.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({
+    "conversation": "airline-0-0", "checkpoint_id": 1, "dry_run": false, "outcome": "narrowed",
+    "rejection": null, "mode": "narrow", "from": 0, "to": 2, "advanced_to": 2,
+    "covered": [[0, 0], [2, 2]], "uncovered": [[1, 1]], "not_compacted": [], "contradictions": [],
+    "prefix_tokens": 51, "required_budget": 11, "summary_budget": 512, "summary_tokens": 28,
+    "over_ceiling": false, "truncated": false, "truncation_signals": [], "coverage_path": "anchors",
+    "turns": [{"id": 1, "status": "uncovered", "reason": "no_anchors", "missing_anchors": []}]
+}))]
 pub struct VerdictResponse {
     pub conversation: String,
     /// `null` for a dry run or a rejected verdict: nothing was persisted.
@@ -119,13 +159,13 @@ pub struct VerdictResponse {
     pub verdict: Verdict,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CheckpointListResponse {
     pub conversation: String,
     pub checkpoints: Vec<CheckpointItem>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CheckpointItem {
     pub checkpoint_id: i64,
     pub created_at: DateTime<Utc>,
@@ -139,7 +179,7 @@ pub struct CheckpointItem {
     pub summary_tokens: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CheckpointResponse {
     pub conversation: String,
     pub checkpoint_id: i64,
@@ -149,7 +189,7 @@ pub struct CheckpointResponse {
     pub verdict: Verdict,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// A checkpoint covers the turn: the summary stands for it.
@@ -170,7 +210,12 @@ impl Source {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({
+    "turn": 2, "source": "summary", "checkpoint_id": 1, "role": "user", "reason": null,
+    "text": "<summary>Mia (user mia_li_3668) wants a flight from New York to Seattle on May 20th.</summary>",
+    "evidence": [{"anchor": "mia_li_3668", "start": 19, "end": 30}]
+}))]
 pub struct ReconstructResponse {
     pub turn: i64,
     pub source: Source,
@@ -183,7 +228,13 @@ pub struct ReconstructResponse {
     pub evidence: Vec<Evidence>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({"conversation": "airline-0-0", "total_tokens": 48, "items": [
+    {"type": "summary", "checkpoint_id": 1, "covers": [[0, 0], [2, 2]], "tokens": 28,
+     "text": "<summary>Mia (user mia_li_3668) wants a flight from New York to Seattle on May 20th.</summary>"},
+    {"type": "turn", "id": 1, "role": "assistant", "source": "raw_log", "tokens": 20,
+     "content": "To assist you with booking a flight, I'll need your user ID. Could you please provide that?"}
+]}))]
 pub struct ContextResponse {
     pub conversation: String,
     pub items: Vec<ContextItem>,
@@ -191,7 +242,7 @@ pub struct ContextResponse {
     pub total_tokens: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContextItem {
     Summary {
@@ -210,7 +261,8 @@ pub enum ContextItem {
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({"from": 0, "to": 2, "prefix_tokens": 51, "required_budget": 11, "summary_budget": 64}))]
 pub struct CompactionPlanResponse {
     pub from: i64,
     /// The largest `to` whose range fits the budget; `null` when not even `from` fits.
@@ -219,3 +271,49 @@ pub struct CompactionPlanResponse {
     pub required_budget: u64,
     pub summary_budget: i64,
 }
+
+/// The answer of `/healthz` and `/readyz`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Status {
+    /// `ok` (live) or `ready`.
+    pub status: String,
+}
+
+/// Characters short labels may not hold: C0 and C1 controls (`\u0000` included).
+const NO_CONTROLS: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$";
+
+/// An anchor, as the OpenAPI document describes it: 1 to 256 characters, not only whitespace,
+/// no control characters.
+pub struct Anchor;
+
+impl utoipa::PartialSchema for Anchor {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .min_length(Some(1))
+            .max_length(Some(256))
+            .pattern(Some("^[^\\u0000-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u001F\\u007F-\\u009F]*$"))
+            .description(Some("A token the summary must preserve (matched after NFKC, case folding and whitespace collapsing, at word boundaries)."))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Anchor {}
+
+/// A short label (external id, finish reason, end marker): at most 256 characters, no control
+/// characters.
+pub struct Label;
+
+impl utoipa::PartialSchema for Label {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .max_length(Some(256))
+            .pattern(Some(NO_CONTROLS))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Label {}

@@ -37,6 +37,20 @@ enum Command {
     Serve(Box<ServeConfig>),
     /// Create the database if missing and apply the migrations, then exit.
     Migrate(DatabaseConfig),
+    /// Print the OpenAPI document (YAML, or JSON with --json).
+    Openapi {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Exit 0 if the service at --url answers /healthz, else 1 (for container health checks).
+    Healthcheck {
+        #[arg(
+            long,
+            env = "GATEKEEPER_HEALTHCHECK_URL",
+            default_value = "http://127.0.0.1:8080/healthz"
+        )]
+        url: String,
+    },
     /// Append a transcript: JSONL turns, or tau-bench conversations (resumes where the log ends).
     Append(AppendArgs),
     /// Propose a compaction from a JSON file or stdin.
@@ -182,6 +196,18 @@ pub async fn main() -> ExitCode {
         },
         Some(Command::Serve(config)) => crate::server::run(*config).await.map_err(Failure::from),
         Some(Command::Migrate(db)) => migrate(db).await,
+        Some(Command::Openapi { json }) => {
+            print!(
+                "{}",
+                if json {
+                    crate::http::openapi::json()
+                } else {
+                    crate::http::openapi::yaml()
+                }
+            );
+            Ok(())
+        }
+        Some(Command::Healthcheck { url }) => healthcheck(&url).await,
         Some(Command::Append(args)) => append(args).await,
         Some(Command::Compact(args)) => compact(args).await,
         Some(Command::Reconstruct(args)) => show(
@@ -228,6 +254,21 @@ fn show<T: serde::Serialize>(
 ) -> Result<(), Failure> {
     output::print(remote, &answer?, human);
     Ok(())
+}
+
+async fn healthcheck(url: &str) -> Result<(), Failure> {
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(3))
+        .build()
+        .map_err(anyhow::Error::from)?;
+    match client.get(url).send().await {
+        Ok(r) if r.status().is_success() => Ok(()),
+        Ok(r) => Err(Failure::Other(anyhow::anyhow!(
+            "{url} answered {}",
+            r.status()
+        ))),
+        Err(e) => Err(Failure::Other(anyhow::anyhow!("{url} did not answer: {e}"))),
+    }
 }
 
 async fn migrate(db: DatabaseConfig) -> Result<(), Failure> {

@@ -214,7 +214,7 @@ impl Default for AnchorSet {
 }
 
 /// Where one anchor occurs in a summary, as character offsets `[start, end)` of the original.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct Evidence {
     pub anchor: String,
     pub start: usize,

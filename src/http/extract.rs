@@ -2,41 +2,82 @@
 
 use super::{AppState, Error};
 use crate::domain::TenantId;
-use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::body::Bytes;
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
-use axum::http::header::AUTHORIZATION;
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
-/// A JSON body; malformed, mistyped, oversized or wrongly labelled bodies become clear 4xx.
+/// A JSON body; malformed, mistyped, oversized or wrongly labelled bodies become clear 4xx:
+/// bad JSON syntax is 400, JSON of the wrong shape 422 (naming the member), 413, 415.
 pub struct ApiJson<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = Error;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(req, state).await {
-            Ok(axum::Json(value)) => Ok(Self(value)),
-            Err(rejection) => Err(json_error(rejection)),
+        let is_json = req
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<mime::Mime>().ok())
+            .is_some_and(|m| {
+                m.type_() == "application"
+                    && (m.subtype() == "json" || m.suffix().is_some_and(|s| s == "json"))
+            });
+        if !is_json {
+            return Err(Error::UnsupportedMediaType(
+                "expected a body with `Content-Type: application/json`".into(),
+            ));
         }
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            match rejection.status() {
+                StatusCode::PAYLOAD_TOO_LARGE => Error::PayloadTooLarge(rejection.body_text()),
+                _ => Error::BadRequest {
+                    detail: rejection.body_text(),
+                    field: Some("body".into()),
+                },
+            }
+        })?;
+        // Syntax first (400), then shape (422): a body that is not JSON at all is a different
+        // mistake from JSON with a wrong member.
+        let mut value: Value = serde_json::from_slice(&bytes).map_err(|e| Error::BadRequest {
+            detail: format!("the body is not valid JSON: {e}"),
+            field: Some("body".into()),
+        })?;
+        integral_floats_to_integers(&mut value);
+        serde_path_to_error::deserialize(value)
+            .map(ApiJson)
+            .map_err(|e| {
+                let path = e.path().to_string();
+                let field = if path == "." { "body".to_owned() } else { path };
+                Error::unprocessable(
+                    format!("{field}: {}", e.inner()),
+                    serde_json::json!({ "field": field }),
+                )
+            })
     }
 }
 
-fn json_error(rejection: JsonRejection) -> Error {
-    let detail = rejection.body_text();
-    match rejection.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => Error::PayloadTooLarge(detail),
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => Error::UnsupportedMediaType(
-            "expected a body with `Content-Type: application/json`".into(),
-        ),
-        StatusCode::UNPROCESSABLE_ENTITY => {
-            Error::unprocessable(detail, serde_json::json!({ "field": "body" }))
+/// `3.0` is the integer 3 in JSON Schema (and to many JSON encoders); take it as one, so
+/// integer members accept every JSON spelling of an integer. Other floats stay floats.
+fn integral_floats_to_integers(value: &mut Value) {
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            if let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f >= i64::MIN as f64
+                && f < i64::MAX as f64
+            {
+                *n = serde_json::Number::from(f as i64);
+            }
         }
-        _ => Error::BadRequest {
-            detail,
-            field: Some("body".into()),
-        },
+        Value::Array(items) => items.iter_mut().for_each(integral_floats_to_integers),
+        Value::Object(members) => members.values_mut().for_each(integral_floats_to_integers),
+        _ => {}
     }
 }
 

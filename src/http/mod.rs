@@ -2,8 +2,9 @@
 
 pub mod error;
 mod extract;
-mod handlers;
+pub(crate) mod handlers;
 pub mod metrics;
+pub mod openapi;
 
 pub use error::{Error, Result};
 
@@ -80,6 +81,8 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
+        .route("/openapi.yaml", get(health::openapi_yaml))
+        .route("/openapi.json", get(health::openapi_json))
         .fallback(health::not_found)
         .method_not_allowed_fallback(health::method_not_allowed)
         .layer(axum::middleware::from_fn(move |req, next| metrics::track(req, next, timeout)))

@@ -8,6 +8,7 @@ use crate::api::{
 use crate::coverage::{Outcome, Proposal, TurnStatus, Verdict};
 use crate::domain::{CompactionRequest, ConversationId, ExpectedCheckpoint};
 use crate::http::extract::{ApiJson, ApiPath, Tenant};
+use crate::http::openapi::ProblemDoc;
 use crate::http::{AppState, Error, Result};
 use crate::store::{ProposeInput, ProposeResult, Storage};
 use axum::Json;
@@ -15,6 +16,28 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde_json::json;
 
+#[utoipa::path(
+    post,
+    path = "/v1/conversations/{conversation}/compactions",
+    tag = "compactions",
+    summary = "Propose a compaction",
+    description = "Decides which turns of [from, to] the summary really covers and persists only that pointer set. A rejected verdict is 422 problem+json carrying the whole verdict, and persists nothing.",
+    params(("conversation" = String, Path, description = "Conversation id: 1 to 128 of A-Z a-z 0-9 . _ : - (not `.` or `..`)", pattern = r"^(?!\.{1,2}$)[A-Za-z0-9._:-]{1,128}$", example = "airline-0-0")),
+    request_body = CompactionRequestBody,
+    responses(
+        (status = 201, description = "Decided and persisted", body = VerdictResponse),
+        (status = 200, description = "Dry run: decided, nothing persisted", body = VerdictResponse),
+        (status = 400, description = "Malformed JSON, path or query", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown API key", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such conversation or turn for this tenant", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Conflict", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 413, description = "Body over the limit", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 415, description = "Not application/json", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid request, or a rejected verdict", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 503, description = "Database unavailable or request timed out; retry (see Retry-After)", body = ProblemDoc, content_type = "application/problem+json")
+    ),
+    security(("bearer" = []))
+)]
 pub async fn propose(
     Tenant(tenant): Tenant,
     State(state): State<AppState>,
@@ -141,6 +164,21 @@ fn record(conversation: &ConversationId, checkpoint_id: Option<i64>, v: &Verdict
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/conversations/{conversation}/compactions",
+    tag = "compactions",
+    summary = "List checkpoints, newest first",
+    params(("conversation" = String, Path, description = "Conversation id: 1 to 128 of A-Z a-z 0-9 . _ : - (not `.` or `..`)", pattern = r"^(?!\.{1,2}$)[A-Za-z0-9._:-]{1,128}$", example = "airline-0-0")),
+    responses(
+        (status = 200, description = "The checkpoints", body = CheckpointListResponse),
+        (status = 400, description = "Malformed JSON, path or query", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown API key", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such conversation or turn for this tenant", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 503, description = "Database unavailable or request timed out; retry (see Retry-After)", body = ProblemDoc, content_type = "application/problem+json")
+    ),
+    security(("bearer" = []))
+)]
 pub async fn list(
     Tenant(tenant): Tenant,
     State(state): State<AppState>,
@@ -182,6 +220,21 @@ pub async fn list(
     }))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/conversations/{conversation}/compactions/{checkpoint_id}",
+    tag = "compactions",
+    summary = "One checkpoint with its summary and verdict",
+    params(("conversation" = String, Path, description = "Conversation id: 1 to 128 of A-Z a-z 0-9 . _ : - (not `.` or `..`)", pattern = r"^(?!\.{1,2}$)[A-Za-z0-9._:-]{1,128}$", example = "airline-0-0"), ("checkpoint_id" = i64, Path, description = "Checkpoint id (1, 2, ... per conversation)")),
+    responses(
+        (status = 200, description = "The checkpoint", body = CheckpointResponse),
+        (status = 400, description = "Malformed JSON, path or query", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown API key", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such conversation or turn for this tenant", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 503, description = "Database unavailable or request timed out; retry (see Retry-After)", body = ProblemDoc, content_type = "application/problem+json")
+    ),
+    security(("bearer" = []))
+)]
 pub async fn one(
     Tenant(tenant): Tenant,
     State(state): State<AppState>,

@@ -1,24 +1,46 @@
 //! Liveness, readiness and metrics: unauthenticated, for probes and scrapers.
 
+use crate::api::Status;
+use crate::http::openapi::ProblemDoc;
 use crate::http::{AppState, Error, metrics};
 use crate::store::Storage;
 use axum::Json;
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
-use serde_json::{Value, json};
 
-pub async fn healthz() -> Json<Value> {
-    Json(json!({ "status": "ok" }))
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "operations",
+    summary = "Liveness: the process is up",
+    responses((status = 200, description = "Up", body = Status))
+)]
+pub async fn healthz() -> Json<Status> {
+    Json(Status {
+        status: "ok".into(),
+    })
 }
 
 /// Ready when the database answers, the migrations are in and shutdown has not begun.
-pub async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, Error> {
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "operations",
+    summary = "Readiness: database reachable and migrated, not draining",
+    responses(
+        (status = 200, description = "Ready", body = Status),
+        (status = 503, description = "Database unavailable or request timed out; retry (see Retry-After)", body = ProblemDoc, content_type = "application/problem+json")
+    )
+)]
+pub async fn readyz(State(state): State<AppState>) -> Result<Json<Status>, Error> {
     if state.is_draining() {
         return Err(Error::Unavailable(sqlx::Error::PoolClosed));
     }
     match state.store.ready().await {
-        Ok(true) => Ok(Json(json!({ "status": "ready" }))),
+        Ok(true) => Ok(Json(Status {
+            status: "ready".into(),
+        })),
         Ok(false) => Err(Error::Unavailable(sqlx::Error::Protocol(
             "migrations are not applied yet".into(),
         ))),
@@ -26,6 +48,13 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, Error>
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "operations",
+    summary = "Prometheus metrics",
+    responses((status = 200, description = "Prometheus text exposition", body = String, content_type = "text/plain"))
+)]
 pub async fn metrics() -> impl IntoResponse {
     (
         [(CONTENT_TYPE, "text/plain; version=0.0.4")],
@@ -39,4 +68,21 @@ pub async fn not_found() -> Error {
 
 pub async fn method_not_allowed(method: axum::http::Method) -> Error {
     Error::MethodNotAllowed(format!("{method} is not allowed on this route"))
+}
+
+/// The OpenAPI document, built once.
+pub async fn openapi_yaml() -> impl IntoResponse {
+    static DOC: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    (
+        [(CONTENT_TYPE, "application/yaml")],
+        DOC.get_or_init(crate::http::openapi::yaml).as_str(),
+    )
+}
+
+pub async fn openapi_json() -> impl IntoResponse {
+    static DOC: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    (
+        [(CONTENT_TYPE, "application/json")],
+        DOC.get_or_init(crate::http::openapi::json).as_str(),
+    )
 }

@@ -6,6 +6,7 @@ use crate::api::{
 };
 use crate::coverage::{IdRanges, Role, locate};
 use crate::http::extract::{ApiPath, ApiQuery, Tenant};
+use crate::http::openapi::ProblemDoc;
 use crate::http::{AppState, Error, Result};
 use crate::store::{ContextCheckpoint, ContextTurn, Storage};
 use axum::Json;
@@ -13,6 +14,22 @@ use axum::extract::State;
 use serde::Deserialize;
 use std::collections::HashMap;
 
+#[utoipa::path(
+    get,
+    path = "/v1/conversations/{conversation}/reconstruct/{turn}",
+    tag = "reads",
+    summary = "Get a turn back, never a false negative",
+    description = "The newest checkpoint whose [from, advanced_to] holds the turn decides: covered, the summary (with evidence); uncovered, the raw turn (with the reason); in no checkpoint, the raw turn (live). 404 means only that this tenant's log does not hold the turn; a database fault is 503.",
+    params(("conversation" = String, Path, description = "Conversation id: 1 to 128 of A-Z a-z 0-9 . _ : - (not `.` or `..`)", pattern = r"^(?!\.{1,2}$)[A-Za-z0-9._:-]{1,128}$", example = "airline-0-0"), ("turn" = i64, Path, description = "Turn id")),
+    responses(
+        (status = 200, description = "The answer and where it came from", body = ReconstructResponse),
+        (status = 400, description = "Malformed JSON, path or query", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown API key", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such conversation or turn for this tenant", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 503, description = "Database unavailable or request timed out; retry (see Retry-After)", body = ProblemDoc, content_type = "application/problem+json")
+    ),
+    security(("bearer" = []))
+)]
 pub async fn reconstruct(
     Tenant(tenant): Tenant,
     State(state): State<AppState>,
@@ -67,6 +84,21 @@ pub async fn reconstruct(
     Ok(Json(response))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/conversations/{conversation}/context",
+    tag = "reads",
+    summary = "The working context to feed a model",
+    params(("conversation" = String, Path, description = "Conversation id: 1 to 128 of A-Z a-z 0-9 . _ : - (not `.` or `..`)", pattern = r"^(?!\.{1,2}$)[A-Za-z0-9._:-]{1,128}$", example = "airline-0-0")),
+    responses(
+        (status = 200, description = "Summaries and uncovered turns in turn order", body = ContextResponse),
+        (status = 400, description = "Malformed JSON, path or query", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown API key", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such conversation or turn for this tenant", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 503, description = "Database unavailable or request timed out; retry (see Retry-After)", body = ProblemDoc, content_type = "application/problem+json")
+    ),
+    security(("bearer" = []))
+)]
 pub async fn context(
     Tenant(tenant): Tenant,
     State(state): State<AppState>,
@@ -134,13 +166,33 @@ fn working_context(turns: Vec<ContextTurn>, checkpoints: &[ContextCheckpoint]) -
     items
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct PlanQuery {
+    /// Summary budget in tokens.
+    #[param(minimum = 1)]
     summary_budget: i64,
+    /// First turn of the range; default: after the latest checkpoint's `advanced_to`.
+    #[param(minimum = 0)]
     from: Option<i64>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/conversations/{conversation}/compaction-plan",
+    tag = "reads",
+    summary = "The largest range a summary budget can cover",
+    params(("conversation" = String, Path, description = "Conversation id: 1 to 128 of A-Z a-z 0-9 . _ : - (not `.` or `..`)", pattern = r"^(?!\.{1,2}$)[A-Za-z0-9._:-]{1,128}$", example = "airline-0-0"), PlanQuery),
+    responses(
+        (status = 200, description = "The plan", body = CompactionPlanResponse),
+        (status = 400, description = "Malformed JSON, path or query", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown API key", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such conversation, or `from` is not in its log", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 503, description = "Database unavailable or request timed out; retry (see Retry-After)", body = ProblemDoc, content_type = "application/problem+json")
+    ),
+    security(("bearer" = []))
+)]
 pub async fn compaction_plan(
     Tenant(tenant): Tenant,
     State(state): State<AppState>,
@@ -167,13 +219,10 @@ pub async fn compaction_plan(
         .from
         .unwrap_or_else(|| row.latest.map_or(0, |l| l.advanced_to + 1));
     if from < 0 || from >= row.next_id {
-        return Err(Error::unprocessable(
-            format!(
-                "from ({from}) is not in the log, which holds turns 0 to {}",
-                row.next_id - 1
-            ),
-            serde_json::json!({ "field": "from" }),
-        ));
+        return Err(Error::NotFound(format!(
+            "turn {from} of conversation {conversation} is not in the log, which holds turns 0 to {}",
+            row.next_id - 1
+        )));
     }
     let counts = state
         .store

@@ -10,6 +10,7 @@ use crate::coverage::Role;
 use crate::coverage::derive::{AnchorSource, derive_anchors};
 use crate::domain::{AppendRequest, NewTurn};
 use crate::http::extract::{ApiJson, ApiPath, Tenant};
+use crate::http::openapi::ProblemDoc;
 use crate::http::{AppState, Error, Result};
 use crate::store::{AppendResult, Storage};
 use axum::Json;
@@ -17,6 +18,27 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde_json::json;
 
+#[utoipa::path(
+    post,
+    path = "/v1/conversations/{conversation}/turns",
+    tag = "turns",
+    summary = "Append raw turns",
+    description = "Appends a batch, all or nothing. Ids are sequence numbers without gaps (omitted: assigned). A turn stored identically is an idempotent replay; the same id with anything different is 409 and nothing is written. Tokens and anchors are counted and derived when absent.",
+    params(("conversation" = String, Path, description = "Conversation id: 1 to 128 of A-Z a-z 0-9 . _ : - (not `.` or `..`)", pattern = r"^(?!\.{1,2}$)[A-Za-z0-9._:-]{1,128}$", example = "airline-0-0")),
+    request_body = AppendTurnsRequest,
+    responses(
+        (status = 201, description = "Appended", body = AppendTurnsResponse),
+        (status = 200, description = "Every turn was a replay; nothing written", body = AppendTurnsResponse),
+        (status = 400, description = "Malformed JSON, path or query", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown API key", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Conflict", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 413, description = "Body over the limit", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 415, description = "Not application/json", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid request, or a rejected verdict", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 503, description = "Database unavailable or request timed out; retry (see Retry-After)", body = ProblemDoc, content_type = "application/problem+json")
+    ),
+    security(("bearer" = []))
+)]
 pub async fn append(
     Tenant(tenant): Tenant,
     State(state): State<AppState>,
@@ -119,6 +141,21 @@ fn conflict_error(conflict: AppendConflict) -> Error {
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/conversations/{conversation}/turns/{id}",
+    tag = "turns",
+    summary = "Read a stored turn",
+    params(("conversation" = String, Path, description = "Conversation id: 1 to 128 of A-Z a-z 0-9 . _ : - (not `.` or `..`)", pattern = r"^(?!\.{1,2}$)[A-Za-z0-9._:-]{1,128}$", example = "airline-0-0"), ("id" = i64, Path, description = "Turn id")),
+    responses(
+        (status = 200, description = "The stored turn, content byte-exact", body = TurnResponse),
+        (status = 400, description = "Malformed JSON, path or query", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown API key", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such conversation or turn for this tenant", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 503, description = "Database unavailable or request timed out; retry (see Retry-After)", body = ProblemDoc, content_type = "application/problem+json")
+    ),
+    security(("bearer" = []))
+)]
 pub async fn turn(
     Tenant(tenant): Tenant,
     State(state): State<AppState>,
@@ -146,6 +183,21 @@ pub async fn turn(
     }))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/conversations/{conversation}",
+    tag = "turns",
+    summary = "A conversation's log and latest checkpoint",
+    params(("conversation" = String, Path, description = "Conversation id: 1 to 128 of A-Z a-z 0-9 . _ : - (not `.` or `..`)", pattern = r"^(?!\.{1,2}$)[A-Za-z0-9._:-]{1,128}$", example = "airline-0-0")),
+    responses(
+        (status = 200, description = "The conversation", body = ConversationResponse),
+        (status = 400, description = "Malformed JSON, path or query", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown API key", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such conversation or turn for this tenant", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 503, description = "Database unavailable or request timed out; retry (see Retry-After)", body = ProblemDoc, content_type = "application/problem+json")
+    ),
+    security(("bearer" = []))
+)]
 pub async fn conversation(
     Tenant(tenant): Tenant,
     State(state): State<AppState>,
