@@ -154,6 +154,54 @@ impl std::fmt::Display for IdRanges {
     }
 }
 
+// On the wire a range is `[start, end]` and a set is a list of them; say so in the OpenAPI
+// document rather than describing the Rust structs.
+impl utoipa::PartialSchema for IdRange {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{
+            ArrayBuilder, KnownFormat, ObjectBuilder, SchemaFormat, Type,
+        };
+        ArrayBuilder::new()
+            .items(
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64))),
+            )
+            .min_items(Some(2))
+            .max_items(Some(2))
+            .description(Some("An inclusive range of turn ids, `[start, end]`."))
+            .examples([serde_json::json!([0, 359])])
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for IdRange {}
+
+impl utoipa::PartialSchema for IdRanges {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::ArrayBuilder;
+        ArrayBuilder::new()
+            .items(utoipa::openapi::Ref::from_schema_name("IdRange"))
+            .description(Some("Sorted, disjoint, inclusive id ranges."))
+            .examples([serde_json::json!([[0, 339], [341, 359]])])
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for IdRanges {
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        schemas.push((
+            "IdRange".into(),
+            <IdRange as utoipa::PartialSchema>::schema(),
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,53 +248,5 @@ mod tests {
     fn ranges_serialize_as_pairs() {
         let set = IdRanges::from_ids([0, 1, 3]);
         assert_eq!(serde_json::to_string(&set).unwrap(), "[[0,1],[3,3]]");
-    }
-}
-
-// On the wire a range is `[start, end]` and a set is a list of them; say so in the OpenAPI
-// document rather than describing the Rust structs.
-impl utoipa::PartialSchema for IdRange {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        use utoipa::openapi::schema::{
-            ArrayBuilder, KnownFormat, ObjectBuilder, SchemaFormat, Type,
-        };
-        ArrayBuilder::new()
-            .items(
-                ObjectBuilder::new()
-                    .schema_type(Type::Integer)
-                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64))),
-            )
-            .min_items(Some(2))
-            .max_items(Some(2))
-            .description(Some("An inclusive range of turn ids, `[start, end]`."))
-            .examples([serde_json::json!([0, 359])])
-            .into()
-    }
-}
-
-impl utoipa::ToSchema for IdRange {}
-
-impl utoipa::PartialSchema for IdRanges {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        use utoipa::openapi::schema::ArrayBuilder;
-        ArrayBuilder::new()
-            .items(utoipa::openapi::Ref::from_schema_name("IdRange"))
-            .description(Some("Sorted, disjoint, inclusive id ranges."))
-            .examples([serde_json::json!([[0, 339], [341, 359]])])
-            .into()
-    }
-}
-
-impl utoipa::ToSchema for IdRanges {
-    fn schemas(
-        schemas: &mut Vec<(
-            String,
-            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
-        )>,
-    ) {
-        schemas.push((
-            "IdRange".into(),
-            <IdRange as utoipa::PartialSchema>::schema(),
-        ));
     }
 }
