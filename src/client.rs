@@ -6,7 +6,7 @@
 //! `Idempotency-Key` (generated when the caller gives none) that all its retries reuse.
 
 use crate::api::*;
-use reqwest::{Method, RequestBuilder, StatusCode};
+use reqwest::{Method, RequestBuilder, StatusCode, Url};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -38,6 +38,8 @@ pub enum ClientError {
     Rejected(Box<VerdictResponse>),
     #[error("{} {}: {}", .0.status, .0.title, .0.detail)]
     Problem(Problem),
+    #[error("{0:?} is not a usable base URL (expected e.g. http://127.0.0.1:8080)")]
+    InvalidUrl(String),
     #[error("cannot reach the gatekeeper: {0}")]
     Transport(#[from] reqwest::Error),
     #[error("unexpected answer ({status}): {body}")]
@@ -45,6 +47,9 @@ pub enum ClientError {
 }
 
 pub type Result<T, E = ClientError> = std::result::Result<T, E>;
+
+/// The longest single wait between retries, whatever `Retry-After` says.
+const MAX_PAUSE: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -77,8 +82,24 @@ impl Client {
         self
     }
 
-    fn path(conversation: &str, rest: &str) -> String {
-        format!("/v1/conversations/{conversation}{rest}")
+    /// `{base}/v1/conversations/{conversation}/{rest...}`, each piece one percent-encoded
+    /// segment: a name holding `/`, `?` or `#` can never address another resource.
+    fn url(&self, conversation: &str, rest: &[&str]) -> Result<Url> {
+        let mut url = self.base_url()?;
+        url.path_segments_mut()
+            .map_err(|()| ClientError::InvalidUrl(self.base.clone()))?
+            .extend(["v1", "conversations", conversation])
+            .extend(rest);
+        Ok(url)
+    }
+
+    fn base_url(&self) -> Result<Url> {
+        let mut url =
+            Url::parse(&self.base).map_err(|_| ClientError::InvalidUrl(self.base.clone()))?;
+        url.path_segments_mut()
+            .map_err(|()| ClientError::InvalidUrl(self.base.clone()))?
+            .pop_if_empty();
+        Ok(url)
     }
 
     pub async fn append(
@@ -88,7 +109,7 @@ impl Client {
     ) -> Result<AppendTurnsResponse> {
         self.send(
             Method::POST,
-            &Self::path(conversation, "/turns"),
+            self.url(conversation, &["turns"])?,
             Some(request),
             None,
         )
@@ -102,26 +123,22 @@ impl Client {
         request: &CompactionRequestBody,
         idempotency_key: Option<&str>,
     ) -> Result<VerdictResponse> {
-        self.send(
-            Method::POST,
-            &Self::path(conversation, "/compactions"),
-            Some(request),
-            idempotency_key,
-        )
-        .await
+        let url = self.url(conversation, &["compactions"])?;
+        self.send(Method::POST, url, Some(request), idempotency_key)
+            .await
     }
 
     pub async fn conversation(&self, conversation: &str) -> Result<ConversationResponse> {
-        self.get(&Self::path(conversation, "")).await
+        self.get(self.url(conversation, &[])?).await
     }
 
     pub async fn turn(&self, conversation: &str, id: i64) -> Result<TurnResponse> {
-        self.get(&Self::path(conversation, &format!("/turns/{id}")))
+        self.get(self.url(conversation, &["turns", &id.to_string()])?)
             .await
     }
 
     pub async fn checkpoints(&self, conversation: &str) -> Result<CheckpointListResponse> {
-        self.get(&Self::path(conversation, "/compactions")).await
+        self.get(self.url(conversation, &["compactions"])?).await
     }
 
     pub async fn checkpoint(
@@ -129,20 +146,17 @@ impl Client {
         conversation: &str,
         checkpoint_id: i64,
     ) -> Result<CheckpointResponse> {
-        self.get(&Self::path(
-            conversation,
-            &format!("/compactions/{checkpoint_id}"),
-        ))
-        .await
+        self.get(self.url(conversation, &["compactions", &checkpoint_id.to_string()])?)
+            .await
     }
 
     pub async fn reconstruct(&self, conversation: &str, turn: i64) -> Result<ReconstructResponse> {
-        self.get(&Self::path(conversation, &format!("/reconstruct/{turn}")))
+        self.get(self.url(conversation, &["reconstruct", &turn.to_string()])?)
             .await
     }
 
     pub async fn context(&self, conversation: &str) -> Result<ContextResponse> {
-        self.get(&Self::path(conversation, "/context")).await
+        self.get(self.url(conversation, &["context"])?).await
     }
 
     pub async fn plan(
@@ -151,31 +165,33 @@ impl Client {
         summary_budget: i64,
         from: Option<i64>,
     ) -> Result<CompactionPlanResponse> {
-        let mut query = format!("/compaction-plan?summary_budget={summary_budget}");
+        let mut url = self.url(conversation, &["compaction-plan"])?;
+        url.query_pairs_mut()
+            .append_pair("summary_budget", &summary_budget.to_string());
         if let Some(from) = from {
-            query.push_str(&format!("&from={from}"));
+            url.query_pairs_mut().append_pair("from", &from.to_string());
         }
-        self.get(&Self::path(conversation, &query)).await
+        self.get(url).await
     }
 
     /// `/readyz`: whether the service can serve (database reachable and migrated).
     pub async fn ready(&self) -> Result<bool> {
-        let response = self
-            .http
-            .get(format!("{}/readyz", self.base))
-            .send()
-            .await?;
+        let mut url = self.base_url()?;
+        url.path_segments_mut()
+            .map_err(|()| ClientError::InvalidUrl(self.base.clone()))?
+            .push("readyz");
+        let response = self.http.get(url).send().await?;
         Ok(response.status().is_success())
     }
 
-    async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
-        self.send::<(), T>(Method::GET, path, None, None).await
+    async fn get<T: DeserializeOwned>(&self, url: Url) -> Result<T> {
+        self.send::<(), T>(Method::GET, url, None, None).await
     }
 
     async fn send<B: Serialize, T: DeserializeOwned>(
         &self,
         method: Method,
-        path: &str,
+        url: Url,
         body: Option<&B>,
         idempotency_key: Option<&str>,
     ) -> Result<T> {
@@ -187,9 +203,7 @@ impl Client {
         let mut wait = self.first_backoff;
         let mut attempt = 0;
         loop {
-            let mut request: RequestBuilder = self
-                .http
-                .request(method.clone(), format!("{}{path}", self.base));
+            let mut request: RequestBuilder = self.http.request(method.clone(), url.clone());
             if let Some(k) = &self.key {
                 request = request.bearer_auth(k);
             }
@@ -212,7 +226,9 @@ impl Client {
                     .and_then(|v| v.to_str().ok())
                     .and_then(|v| v.parse::<u64>().ok())
                     .map(Duration::from_secs);
-                tokio::time::sleep(retry_after.unwrap_or(wait).max(wait)).await;
+                // A hostile or confused Retry-After must not stall the caller for an hour.
+                let pause = retry_after.unwrap_or(wait).max(wait).min(MAX_PAUSE);
+                tokio::time::sleep(pause).await;
                 wait *= 2;
                 attempt += 1;
                 continue;

@@ -22,6 +22,9 @@ use std::process::ExitCode;
 pub struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Where the client commands find the service (before or after the subcommand).
+    #[command(flatten)]
+    remote: Remote,
 }
 
 /// `gatekeeper` with no subcommand serves, configured from the environment alone.
@@ -107,8 +110,6 @@ struct AppendArgs {
     /// Turns per request.
     #[arg(long, default_value_t = 500)]
     batch: usize,
-    #[command(flatten)]
-    remote: Remote,
 }
 
 #[derive(Args)]
@@ -119,23 +120,17 @@ struct CompactArgs {
     /// Decide without persisting.
     #[arg(long)]
     dry_run: bool,
-    #[command(flatten)]
-    remote: Remote,
 }
 
 #[derive(Args)]
 struct ReconstructArgs {
     conversation: String,
     turn: i64,
-    #[command(flatten)]
-    remote: Remote,
 }
 
 #[derive(Args)]
 struct ConversationArgs {
     conversation: String,
-    #[command(flatten)]
-    remote: Remote,
 }
 
 #[derive(Args)]
@@ -147,16 +142,12 @@ struct PlanArgs {
     /// First turn of the range (default: after the latest checkpoint).
     #[arg(long)]
     from: Option<i64>,
-    #[command(flatten)]
-    remote: Remote,
 }
 
 #[derive(Args)]
 struct StatusArgs {
     /// A conversation; without one, the service's readiness.
     conversation: Option<String>,
-    #[command(flatten)]
-    remote: Remote,
 }
 
 /// What a command ended with, mapped to the exit code.
@@ -189,6 +180,7 @@ impl From<std::io::Error> for Failure {
 
 pub async fn main() -> ExitCode {
     let cli = Cli::parse();
+    let remote = &cli.remote;
     let result = match cli.command {
         None => match ServeFromEnv::try_parse_from(["gatekeeper"]) {
             Ok(ServeFromEnv { config }) => crate::server::run(config).await.map_err(Failure::from),
@@ -208,30 +200,29 @@ pub async fn main() -> ExitCode {
             Ok(())
         }
         Some(Command::Healthcheck { url }) => healthcheck(&url).await,
-        Some(Command::Append(args)) => append(args).await,
-        Some(Command::Compact(args)) => compact(args).await,
+        Some(Command::Append(args)) => append(args, remote).await,
+        Some(Command::Compact(args)) => compact(args, remote).await,
         Some(Command::Reconstruct(args)) => show(
-            &args.remote,
-            args.remote
+            remote,
+            remote
                 .client()
                 .reconstruct(&args.conversation, args.turn)
                 .await,
             output::reconstruct,
         ),
         Some(Command::Context(args)) => show(
-            &args.remote,
-            args.remote.client().context(&args.conversation).await,
+            remote,
+            remote.client().context(&args.conversation).await,
             output::context,
         ),
         Some(Command::Plan(args)) => {
-            let plan = args
-                .remote
+            let plan = remote
                 .client()
                 .plan(&args.conversation, args.budget, args.from)
                 .await;
-            show(&args.remote, plan, output::plan)
+            show(remote, plan, output::plan)
         }
-        Some(Command::Status(args)) => status(args).await,
+        Some(Command::Status(args)) => status(args, remote).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -281,8 +272,8 @@ async fn migrate(db: DatabaseConfig) -> Result<(), Failure> {
     Ok(())
 }
 
-async fn append(args: AppendArgs) -> Result<(), Failure> {
-    let client = args.remote.client();
+async fn append(args: AppendArgs, remote: &Remote) -> Result<(), Failure> {
+    let client = remote.client();
     let transcripts = transcript::read(
         &args.file,
         args.conversation.as_deref(),
@@ -302,11 +293,11 @@ async fn append(args: AppendArgs) -> Result<(), Failure> {
         summary.push(appended);
     }
     progress.finish_and_clear();
-    output::print(&args.remote, summary.as_slice(), output::append);
+    output::print(remote, summary.as_slice(), output::append);
     Ok(())
 }
 
-async fn compact(args: CompactArgs) -> Result<(), Failure> {
+async fn compact(args: CompactArgs, remote: &Remote) -> Result<(), Failure> {
     let text = match args.file.as_deref() {
         None => std::io::read_to_string(std::io::stdin())?,
         Some(p) if p.as_os_str() == "-" => std::io::read_to_string(std::io::stdin())?,
@@ -316,42 +307,41 @@ async fn compact(args: CompactArgs) -> Result<(), Failure> {
     let mut request: CompactionRequestBody = serde_json::from_str(&text)
         .map_err(|e| anyhow::anyhow!("the proposal is not valid JSON for the API: {e}"))?;
     request.dry_run |= args.dry_run;
-    match args
-        .remote
+    match remote
         .client()
         .propose(&args.conversation, &request, None)
         .await
     {
         Ok(verdict) => {
-            output::print(&args.remote, &verdict, output::verdict);
+            output::print(remote, &verdict, output::verdict);
             Ok(())
         }
         Err(ClientError::Rejected(verdict)) => {
-            output::print(&args.remote, &*verdict, output::verdict);
+            output::print(remote, &*verdict, output::verdict);
             Err(Failure::Rejected)
         }
         Err(other) => Err(other.into()),
     }
 }
 
-async fn status(args: StatusArgs) -> Result<(), Failure> {
-    let client = args.remote.client();
+async fn status(args: StatusArgs, remote: &Remote) -> Result<(), Failure> {
+    let client = remote.client();
     match args.conversation {
         Some(conversation) => {
             let status = client.conversation(&conversation).await?;
-            output::print(&args.remote, &status, output::status);
+            output::print(remote, &status, output::status);
         }
         None => {
             let ready = client.ready().await.map_err(Failure::from)?;
-            if args.remote.json {
+            if remote.json {
                 println!(
                     "{}",
-                    serde_json::json!({ "url": args.remote.url, "ready": ready })
+                    serde_json::json!({ "url": remote.url, "ready": ready })
                 );
             } else {
                 println!(
                     "{} · {}",
-                    args.remote.url,
+                    remote.url,
                     if ready { "ready" } else { "not ready" }
                 );
             }
