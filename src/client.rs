@@ -40,7 +40,7 @@ pub enum ClientError {
     Problem(Problem),
     #[error("{0:?} is not a usable base URL (expected e.g. http://127.0.0.1:8080)")]
     InvalidUrl(String),
-    #[error("cannot reach the gatekeeper: {0}")]
+    #[error("cannot reach the gatekeeper")]
     Transport(#[from] reqwest::Error),
     #[error("unexpected answer ({status}): {body}")]
     Unexpected { status: u16, body: String },
