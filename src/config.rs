@@ -57,6 +57,10 @@ pub struct ServeConfig {
     #[arg(long, env = "GATEKEEPER_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
     pub request_timeout_secs: u64,
 
+    /// Seconds in-flight requests get to finish after SIGTERM or Ctrl-C before the process exits.
+    #[arg(long, env = "GATEKEEPER_DRAIN_TIMEOUT_SECS", default_value_t = 25)]
+    pub drain_timeout_secs: u64,
+
     /// Log format.
     #[arg(
         long,
@@ -89,6 +93,10 @@ pub struct DatabaseConfig {
     /// Seconds to wait for a pooled connection before answering 503.
     #[arg(long, env = "GATEKEEPER_DB_ACQUIRE_TIMEOUT_SECS", default_value_t = 5)]
     pub acquire_timeout_secs: u64,
+
+    /// Seconds to keep retrying at start while Postgres is not up yet.
+    #[arg(long, env = "GATEKEEPER_DB_STARTUP_WAIT_SECS", default_value_t = 60)]
+    pub startup_wait_secs: u64,
 }
 
 #[derive(Clone, Args)]
@@ -164,6 +172,10 @@ impl DatabaseConfig {
     pub fn acquire_timeout(&self) -> Duration {
         Duration::from_secs(self.acquire_timeout_secs)
     }
+
+    pub fn startup_wait(&self) -> Duration {
+        Duration::from_secs(self.startup_wait_secs)
+    }
 }
 
 impl ServeConfig {
@@ -237,6 +249,7 @@ impl fmt::Debug for ServeConfig {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_batch_turns", &self.max_batch_turns)
             .field("request_timeout_secs", &self.request_timeout_secs)
+            .field("drain_timeout_secs", &self.drain_timeout_secs)
             .finish_non_exhaustive()
     }
 }

@@ -47,21 +47,40 @@ impl AppState {
 }
 
 /// Serves until `shutdown` resolves, then stops accepting, marks the service unready and lets
-/// in-flight requests finish.
+/// in-flight requests finish for at most `drain_timeout`.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
+    drain_timeout: Duration,
 ) -> std::io::Result<()> {
     let draining = state.draining.clone();
-    let app = router(state);
-    axum::serve(listener, app)
+    let (started_draining, drain_started) = tokio::sync::oneshot::channel::<()>();
+    let server = axum::serve(listener, router(state))
         .with_graceful_shutdown(async move {
             shutdown.await;
             draining.store(true, Ordering::SeqCst);
-            tracing::info!("shutting down: draining in-flight requests");
+            tracing::info!(
+                drain_timeout_secs = drain_timeout.as_secs_f64(),
+                "shutting down: draining in-flight requests"
+            );
+            let _ = started_draining.send(());
         })
-        .await
+        .into_future();
+    tokio::pin!(server);
+    tokio::select! {
+        finished = &mut server => return finished,
+        _ = drain_started => {}
+    }
+    match tokio::time::timeout(drain_timeout, server).await {
+        Ok(finished) => finished,
+        Err(_) => {
+            tracing::warn!(
+                "the drain timeout passed with requests still in flight; they are abandoned (their transactions roll back)"
+            );
+            Ok(())
+        }
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
@@ -104,12 +123,24 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     }
     tracing::info!(?config, "starting");
     let db = &config.database;
-    let store = Store::connect(&db.url(), db.pool_size, db.acquire_timeout()).await?;
+    let store = Store::connect_waiting(
+        &db.url(),
+        db.pool_size,
+        db.acquire_timeout(),
+        db.startup_wait(),
+    )
+    .await?;
     tracing::info!(backend = ?store.backend(), "database ready");
     let listener = TcpListener::bind(config.listen).await?;
     tracing::info!(address = %listener.local_addr()?, "listening");
     let state = AppState::new(store.clone(), &config, keys);
-    serve(listener, state, shutdown_signal()).await?;
+    serve(
+        listener,
+        state,
+        shutdown_signal(),
+        Duration::from_secs(config.drain_timeout_secs),
+    )
+    .await?;
     store.close().await;
     tracing::info!("stopped");
     Ok(())

@@ -179,12 +179,15 @@ impl From<std::io::Error> for Failure {
 }
 
 pub async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     let remote = &cli.remote;
     let result = match cli.command {
         None => match ServeFromEnv::try_parse_from(["gatekeeper"]) {
             Ok(ServeFromEnv { config }) => crate::server::run(config).await.map_err(Failure::from),
-            Err(e) => e.exit(),
+            Err(e) => return usage_error(e),
         },
         Some(Command::Serve(config)) => crate::server::run(*config).await.map_err(Failure::from),
         Some(Command::Migrate(db)) => migrate(db).await,
@@ -236,6 +239,31 @@ pub async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Help and version print as usual; a bad flag or environment value is one clear line, exit 2.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit();
+    }
+    let text = e.to_string();
+    let message: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
+        .collect();
+    eprintln!(
+        "gatekeeper: {} (see --help)",
+        message.join(" ").trim_start_matches("error: ")
+    );
+    ExitCode::from(2)
 }
 
 fn show<T: serde::Serialize>(

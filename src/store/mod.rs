@@ -217,10 +217,20 @@ impl Store {
         pool_size: u32,
         acquire_timeout: std::time::Duration,
     ) -> anyhow::Result<Self> {
+        Self::connect_waiting(url, pool_size, acquire_timeout, std::time::Duration::ZERO).await
+    }
+
+    /// Like [`Store::connect`], waiting up to `startup_wait` for a Postgres server to come up.
+    pub async fn connect_waiting(
+        url: &str,
+        pool_size: u32,
+        acquire_timeout: std::time::Duration,
+        startup_wait: std::time::Duration,
+    ) -> anyhow::Result<Self> {
         Ok(match Backend::of_url(url).map_err(anyhow::Error::msg)? {
-            Backend::Postgres => {
-                Store::Postgres(PgStore::connect(url, pool_size, acquire_timeout).await?)
-            }
+            Backend::Postgres => Store::Postgres(
+                PgStore::connect_waiting(url, pool_size, acquire_timeout, startup_wait).await?,
+            ),
             Backend::Sqlite => {
                 Store::Sqlite(SqliteStore::connect(url, pool_size, acquire_timeout).await?)
             }

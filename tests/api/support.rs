@@ -65,6 +65,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         listener,
         state,
         std::future::pending(),
+        Duration::from_secs(5),
     ));
     TestApp {
         base,

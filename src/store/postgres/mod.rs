@@ -25,8 +25,44 @@ impl PgStore {
         pool_size: u32,
         acquire_timeout: Duration,
     ) -> anyhow::Result<Self> {
+        Self::connect_waiting(url, pool_size, acquire_timeout, Duration::ZERO).await
+    }
+
+    /// Like [`PgStore::connect`], but while the server is not up yet (a container starting
+    /// beside it), retries with backoff for up to `startup_wait`, saying what it waits for.
+    pub async fn connect_waiting(
+        url: &str,
+        pool_size: u32,
+        acquire_timeout: Duration,
+        startup_wait: Duration,
+    ) -> anyhow::Result<Self> {
         let options = PgConnectOptions::from_str(url)?;
-        if !sqlx::Postgres::database_exists(url).await? {
+        let started = std::time::Instant::now();
+        let mut pause = Duration::from_millis(250);
+        let exists = loop {
+            match sqlx::Postgres::database_exists(url).await {
+                Ok(exists) => break exists,
+                Err(e) if is_not_up_yet(&e) && started.elapsed() + pause <= startup_wait => {
+                    tracing::warn!(
+                        server = format!("{}:{}", options.get_host(), options.get_port()),
+                        error = %e,
+                        retry_in_ms = pause.as_millis() as u64,
+                        "waiting for Postgres to accept connections"
+                    );
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(5));
+                }
+                Err(e) => {
+                    return Err(anyhow::anyhow!(
+                        "cannot reach Postgres at {}:{} (waited {:.1}s): {e}",
+                        options.get_host(),
+                        options.get_port(),
+                        started.elapsed().as_secs_f64()
+                    ));
+                }
+            }
+        };
+        if !exists {
             tracing::info!(
                 database = options.get_database().unwrap_or_default(),
                 "creating the database"
@@ -137,5 +173,14 @@ impl Storage for PgStore {
         from: i64,
     ) -> R<Vec<(i64, Role, u32)>> {
         self.read_token_counts(tenant, conversation, from).await
+    }
+}
+
+/// Errors that mean "the server is not accepting connections yet": refused, reset, or starting up.
+fn is_not_up_yet(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|c| c == "57P03"),
+        _ => false,
     }
 }

@@ -1,0 +1,249 @@
+//! The real binary's life: configuration errors, draining on SIGTERM, waiting for Postgres.
+
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::process::{Child, Command};
+
+fn binary() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gatekeeper"));
+    command
+        .env_remove("DATABASE_URL")
+        .env_remove("GATEKEEPER_API_KEYS")
+        .env("GATEKEEPER_LOG", "info")
+        .kill_on_drop(true);
+    command
+}
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("gk-lifecycle-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+async fn start(data_dir: &PathBuf, port: u16, extra_env: &[(&str, &str)]) -> Child {
+    let mut command = binary();
+    command
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("GATEKEEPER_DATA_DIR", data_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in extra_env {
+        command.env(k, v);
+    }
+    let child = command.spawn().expect("the binary starts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if reqwest::get(format!("http://127.0.0.1:{port}/readyz"))
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            return child;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the service did not become ready");
+}
+
+fn sigterm(child: &Child) {
+    let pid = child.id().expect("still running").to_string();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Real turns from the tau-bench data, as an append body.
+fn append_body(n: usize) -> Vec<u8> {
+    let data = gatekeeper::tau_bench::read_default().unwrap();
+    let turns: Vec<Value> = data
+        .iter()
+        .flat_map(|c| &c.turns)
+        .take(n)
+        .enumerate()
+        .map(|(i, t)| json!({ "id": i, "role": t.role, "content": t.text() }))
+        .collect();
+    serde_json::to_vec(&json!({ "turns": turns })).unwrap()
+}
+
+#[tokio::test]
+async fn a_request_in_flight_when_sigterm_arrives_completes_and_is_kept() {
+    let dir = scratch_dir("drain");
+    let port = free_port();
+    let mut child = start(&dir, port, &[]).await;
+
+    // Send the headers and half the body, so the request is in flight for sure.
+    let body = append_body(50);
+    let mut socket = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let head = format!(
+        "POST /v1/conversations/drain/turns HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    socket.write_all(head.as_bytes()).await.unwrap();
+    let (first, rest) = body.split_at(body.len() / 2);
+    socket.write_all(first).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    sigterm(&child);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Draining: no new work is taken.
+    let fresh = reqwest::Client::new()
+        .get(format!("http://127.0.0.1:{port}/readyz"))
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await;
+    assert!(
+        fresh.is_err() || fresh.is_ok_and(|r| r.status() == 503),
+        "a draining service is not ready"
+    );
+
+    socket.write_all(rest).await.unwrap();
+    let mut response = String::new();
+    socket.read_to_string(&mut response).await.unwrap();
+    assert!(
+        response.starts_with("HTTP/1.1 201"),
+        "the in-flight append completed: {response}"
+    );
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("exits after draining")
+        .unwrap();
+    assert!(status.success(), "a drained shutdown exits 0: {status:?}");
+
+    // What was acknowledged is there after a restart.
+    let child = start(&dir, port, &[]).await;
+    let conversation: Value =
+        reqwest::get(format!("http://127.0.0.1:{port}/v1/conversations/drain"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    assert_eq!(conversation["next_id"], 50);
+    drop(child);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_request_that_never_finishes_does_not_hold_the_shutdown_past_the_drain_timeout() {
+    let dir = scratch_dir("stuck");
+    let port = free_port();
+    let mut child = start(&dir, port, &[("GATEKEEPER_DRAIN_TIMEOUT_SECS", "1")]).await;
+    let mut socket = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let head = "POST /v1/conversations/stuck/turns HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"turns\":";
+    socket.write_all(head.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
+    sigterm(&child);
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("exits")
+        .unwrap();
+    assert!(status.success());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "bounded by the drain timeout"
+    );
+    // The half-sent batch was never acknowledged, and nothing of it was written.
+    let child = start(&dir, port, &[]).await;
+    let answer = reqwest::get(format!("http://127.0.0.1:{port}/v1/conversations/stuck"))
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 404);
+    drop(child);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_postgres_that_is_not_up_is_waited_for_with_backoff_and_then_given_up_on_in_one_line() {
+    let port = free_port(); // nothing listens there
+    let output = binary()
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env(
+            "DATABASE_URL",
+            format!("postgres://postgres@127.0.0.1:{port}/gatekeeper"),
+        )
+        .env("GATEKEEPER_DB_STARTUP_WAIT_SECS", "2")
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stdout.contains("waiting for Postgres to accept connections"),
+        "it says what it waits for: {stdout}"
+    );
+    assert!(
+        stdout.matches("waiting for Postgres").count() >= 2,
+        "it retried: {stdout}"
+    );
+    let last = stderr.trim();
+    assert_eq!(last.lines().count(), 1, "one clear line: {last}");
+    assert!(
+        last.starts_with("gatekeeper: cannot reach Postgres at 127.0.0.1:"),
+        "{last}"
+    );
+}
+
+#[tokio::test]
+async fn invalid_configuration_stops_the_start_with_one_clear_line() {
+    let cases: &[(&[&str], &[(&str, &str)], &str)] = &[
+        (&["serve", "--prose-ratio", "abc"], &[], "compression ratio"),
+        (
+            &["serve"],
+            &[("GATEKEEPER_TOKENIZER", "gpt2")],
+            "unknown tokenizer",
+        ),
+        (
+            &["serve"],
+            &[("GATEKEEPER_DEFAULT_MODE", "lenient")],
+            "unknown mode",
+        ),
+        (
+            &["serve", "--listen", "0.0.0.0:0"],
+            &[],
+            "no API keys are configured",
+        ),
+        (
+            &["serve"],
+            &[("GATEKEEPER_API_KEYS", "acme:short")],
+            "shorter than 16",
+        ),
+        (
+            &["serve"],
+            &[("DATABASE_URL", "mysql://x")],
+            "DATABASE_URL must start with",
+        ),
+        (&["serve"], &[("GATEKEEPER_LOG", "[[[")], "log level"),
+    ];
+    for (args, env, expected) in cases {
+        let mut command = binary();
+        command.args(*args);
+        for (k, v) in *env {
+            command.env(k, v);
+        }
+        let output = command.output().await.unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} {env:?} must not start");
+        assert_eq!(
+            stderr.trim().lines().count(),
+            1,
+            "one line for {args:?} {env:?}: {stderr}"
+        );
+        assert!(stderr.contains(expected), "{args:?} {env:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
