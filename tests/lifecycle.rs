@@ -200,7 +200,9 @@ async fn a_postgres_that_is_not_up_is_waited_for_with_backoff_and_then_given_up_
 
 #[tokio::test]
 async fn invalid_configuration_stops_the_start_with_one_clear_line() {
-    let cases: &[(&[&str], &[(&str, &str)], &str)] = &[
+    // (arguments, environment, what the one line must say)
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: &[Case] = &[
         (&["serve", "--prose-ratio", "abc"], &[], "compression ratio"),
         (
             &["serve"],
