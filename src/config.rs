@@ -160,9 +160,10 @@ impl Default for DecisionConfig {
 impl DatabaseConfig {
     /// The URL to connect to: `DATABASE_URL`, or the SQLite file in the data folder.
     pub fn url(&self) -> String {
-        match &self.database_url {
-            Some(url) => url.clone(),
-            None => format!(
+        match self.database_url.as_deref().map(str::trim) {
+            // An empty DATABASE_URL (as compose files often leave it) means unset.
+            Some(url) if !url.is_empty() => url.to_owned(),
+            _ => format!(
                 "sqlite://{}",
                 self.data_dir.join(DEFAULT_SQLITE_FILE).display()
             ),
