@@ -317,3 +317,29 @@ impl utoipa::PartialSchema for Label {
 }
 
 impl utoipa::ToSchema for Label {}
+
+impl AppendTurnsResponse {
+    /// The answer to an append: new and replayed turns alike, in id order, so a retried batch
+    /// gets the answer the first try got.
+    pub fn from_plan(conversation: &str, plan: &crate::append::AppendPlan) -> Self {
+        let mut turns: Vec<AppendedTurn> = plan
+            .new
+            .iter()
+            .chain(&plan.replayed)
+            .map(|t| AppendedTurn {
+                id: t.id,
+                tokens: t.tokens,
+                anchors: t.anchors.clone(),
+            })
+            .collect();
+        turns.sort_by_key(|t| t.id);
+        turns.dedup_by_key(|t| t.id);
+        Self {
+            conversation: conversation.to_owned(),
+            appended: plan.new.len() as u64,
+            replayed: plan.replayed.len() as u64,
+            next_id: plan.next_id,
+            turns,
+        }
+    }
+}

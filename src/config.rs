@@ -57,6 +57,22 @@ pub struct ServeConfig {
     #[arg(long, env = "GATEKEEPER_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
     pub request_timeout_secs: u64,
 
+    /// Requests per second each tenant may make on average; 0 (the default) for no limit.
+    #[arg(long, env = "GATEKEEPER_RATE_LIMIT_PER_SEC", default_value_t = 0.0)]
+    pub rate_limit_per_sec: f64,
+
+    /// Requests a tenant may make at once before the rate applies.
+    #[arg(long, env = "GATEKEEPER_RATE_LIMIT_BURST", default_value_t = 50)]
+    pub rate_limit_burst: u32,
+
+    /// Seconds an Idempotency-Key's answer is kept (per tenant).
+    #[arg(
+        long,
+        env = "GATEKEEPER_IDEMPOTENCY_TTL_SECS",
+        default_value_t = 86_400
+    )]
+    pub idempotency_ttl_secs: u64,
+
     /// Seconds in-flight requests get to finish after SIGTERM or Ctrl-C before the process exits.
     #[arg(long, env = "GATEKEEPER_DRAIN_TIMEOUT_SECS", default_value_t = 25)]
     pub drain_timeout_secs: u64,
@@ -223,6 +239,12 @@ impl ServeConfig {
             return Err(format!(
                 "anchor count must be between 1 and the max anchors per turn ({})",
                 self.max_anchors_per_turn
+            ));
+        }
+        if !(self.rate_limit_per_sec >= 0.0 && self.rate_limit_per_sec.is_finite()) {
+            return Err(format!(
+                "the rate limit must be 0 (off) or a positive number, got {}",
+                self.rate_limit_per_sec
             ));
         }
         if self.database.pool_size == 0 {

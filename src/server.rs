@@ -1,6 +1,7 @@
 //! Starting and stopping: state from configuration, serving on a given listener, draining.
 
 use crate::config::{ApiKeys, DecisionConfig, LogFormat, ServeConfig};
+use crate::http::rate_limit::RateLimiter;
 use crate::http::{AppState, router};
 use crate::store::{Storage, Store};
 use crate::tokens::TokenCounter;
@@ -10,17 +11,26 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::net::TcpListener;
 
+/// How long an Idempotency-Key's answer is kept unless configured.
+pub const DEFAULT_IDEMPOTENCY_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
 impl AppState {
     /// State for a store and validated settings.
     pub fn new(store: Store, config: &ServeConfig, keys: ApiKeys) -> Self {
-        Self::with_decision(
+        let state = Self::with_decision(
             store,
             keys,
             &config.decision,
             config.limits(),
             config.max_body_bytes,
             config.request_timeout(),
-        )
+        );
+        Self {
+            idempotency_ttl: Duration::from_secs(config.idempotency_ttl_secs),
+            rate_limiter: RateLimiter::new(config.rate_limit_per_sec, config.rate_limit_burst)
+                .map(Arc::new),
+            ..state
+        }
     }
 
     pub fn with_decision(
@@ -41,6 +51,8 @@ impl AppState {
             anchor_count: decision.anchor_count,
             max_body_bytes,
             request_timeout,
+            idempotency_ttl: DEFAULT_IDEMPOTENCY_TTL,
+            rate_limiter: None,
             draining: Arc::new(AtomicBool::new(false)),
         }
     }

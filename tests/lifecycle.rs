@@ -249,3 +249,126 @@ async fn invalid_configuration_stops_the_start_with_one_clear_line() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+#[tokio::test]
+async fn keys_summaries_and_contents_never_reach_the_logs_at_info() {
+    let dir = scratch_dir("logs");
+    let port = free_port();
+    let log = dir.with_extension("log");
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = "secret-key-5d1e0c9a8b7f6e5d";
+    let mut child = binary()
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("GATEKEEPER_DATA_DIR", &dir)
+        .env("GATEKEEPER_API_KEYS", format!("ops:{key}"))
+        .env("DATABASE_URL", "")
+        .env("GATEKEEPER_LOG_FORMAT", "json")
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}/v1/conversations/logs");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while client
+        .get(format!("http://127.0.0.1:{port}/readyz"))
+        .send()
+        .await
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "the service did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let turns = json!({ "turns": [
+        { "id": 0, "role": "user", "content": "secret-content-a1b2c3 about INV-77", "anchors": ["INV-77"] },
+        { "id": 1, "role": "tool", "content": "{\"secret\": \"secret-content-d4e5f6\"}", "anchors": ["secret-anchor-x9"] }
+    ]});
+    let ok = client
+        .post(format!("{base}/turns"))
+        .bearer_auth(key)
+        .json(&turns)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 201);
+    // A conflicting replay, a narrowed proposal, a rejected one and a wrong key: every path
+    // that logs.
+    let mut conflicting = turns.clone();
+    conflicting["turns"][0]["content"] = json!("secret-content-changed");
+    assert_eq!(
+        client
+            .post(format!("{base}/turns"))
+            .bearer_auth(key)
+            .json(&conflicting)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        409
+    );
+    let proposal = json!({ "from": 0, "to": 1, "summary": "secret-summary-q7 mentions INV-77 and", "summary_budget": 100, "finish_reason": "length" });
+    assert_eq!(
+        client
+            .post(format!("{base}/compactions"))
+            .bearer_auth(key)
+            .json(&proposal)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        201
+    );
+    let rejected = json!({ "from": 0, "to": 1, "summary": "secret-summary-r8", "summary_budget": 100, "mode": "strict" });
+    assert_eq!(
+        client
+            .post(format!("{base}/compactions"))
+            .bearer_auth(key)
+            .json(&rejected)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        422
+    );
+    assert_eq!(
+        client
+            .get(format!("{base}/reconstruct/1"))
+            .bearer_auth("secret-wrong-key-0000")
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    assert_eq!(
+        client
+            .get(format!("{base}/reconstruct/1"))
+            .bearer_auth(key)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    sigterm(&child);
+    child.wait().await.unwrap();
+    let logs = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logs.contains("compaction decided"),
+        "the decision was logged: {logs}"
+    );
+    for secret in [
+        "secret-key",
+        "secret-wrong-key",
+        "secret-content",
+        "secret-summary",
+        "secret-anchor",
+    ] {
+        assert!(
+            !logs.contains(secret),
+            "{secret} leaked into the logs:\n{logs}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&log);
+}

@@ -46,6 +46,8 @@ pub enum Error {
     /// The database could not be reached or did not answer in time: retry later.
     #[error("database unavailable: {0}")]
     Unavailable(#[source] sqlx::Error),
+    #[error("this tenant is over its request rate; retry after the time in Retry-After")]
+    TooManyRequests(std::time::Duration),
     #[error("request timed out")]
     Timeout,
     #[error("internal error: {0:#}")]
@@ -139,6 +141,7 @@ impl Error {
             Error::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::Conflict { .. } => StatusCode::CONFLICT,
+            Error::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             Error::Unavailable(_) | Error::Timeout => StatusCode::SERVICE_UNAVAILABLE,
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -156,6 +159,7 @@ impl Error {
             Error::UnsupportedMediaType(_) => "unsupported-media-type",
             Error::PayloadTooLarge(_) => "payload-too-large",
             Error::Conflict { .. } => "conflict",
+            Error::TooManyRequests(_) => "rate-limited",
             Error::Unavailable(_) | Error::Timeout => "unavailable",
             Error::Internal(_) => "internal",
         }
@@ -172,6 +176,11 @@ fn into_map(v: Value) -> Map<String, Value> {
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let status = self.status();
+        let retry_after = match &self {
+            Error::TooManyRequests(wait) => Some(wait.as_secs_f64().ceil().max(1.0) as u64),
+            _ if status == StatusCode::SERVICE_UNAVAILABLE => Some(1),
+            _ => None,
+        };
         let mut body = Map::new();
         body.insert(
             "type".into(),
@@ -218,8 +227,8 @@ impl IntoResponse for Error {
         let mut response = (status, axum::Json(Value::Object(body))).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
-        if status == StatusCode::SERVICE_UNAVAILABLE {
-            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        if let Some(seconds) = retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         if status == StatusCode::UNAUTHORIZED {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

@@ -143,10 +143,16 @@ impl FromRequestParts<AppState> for Tenant {
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::trim)
             .ok_or(Error::Unauthorized)?;
-        state
+        let tenant = state
             .keys
             .tenant_for(presented)
-            .map(Self)
-            .ok_or(Error::Unauthorized)
+            .ok_or(Error::Unauthorized)?;
+        // Rate limits are per tenant, so only keyed services have them.
+        if let Some(limiter) = &state.rate_limiter
+            && let Err(wait) = limiter.check(&tenant, std::time::Instant::now())
+        {
+            return Err(Error::TooManyRequests(wait));
+        }
+        Ok(Self(tenant))
     }
 }

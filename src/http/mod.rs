@@ -3,8 +3,10 @@
 pub mod error;
 mod extract;
 pub(crate) mod handlers;
+pub mod idempotency;
 pub mod metrics;
 pub mod openapi;
+pub mod rate_limit;
 
 pub use error::{Error, Result};
 
@@ -36,6 +38,10 @@ pub struct AppState {
     pub anchor_count: usize,
     pub max_body_bytes: usize,
     pub request_timeout: Duration,
+    /// Per-tenant request rate limit; `None` (the default) for none.
+    pub rate_limiter: Option<Arc<rate_limit::RateLimiter>>,
+    /// How long an Idempotency-Key's answer is kept.
+    pub idempotency_ttl: Duration,
     /// Set when shutdown starts: `/readyz` turns unready so traffic moves elsewhere.
     pub draining: Arc<AtomicBool>,
 }

@@ -42,6 +42,27 @@ pub struct LatestCheckpoint {
 pub enum AppendResult {
     Done(AppendPlan),
     Conflict(AppendConflict),
+    /// The Idempotency-Key was already used by a committed request.
+    AlreadyAnswered(StoredAnswer),
+}
+
+/// An `Idempotency-Key` to record with the change it guards, in the same transaction, so the
+/// change and the record of its answer commit together or not at all.
+#[derive(Debug, Clone)]
+pub struct IdempotencyClaim {
+    pub key: String,
+    pub fingerprint: [u8; 32],
+    /// Unix seconds now, and the oldest record that still counts.
+    pub now: i64,
+    pub not_before: i64,
+}
+
+/// The answer a committed request got.
+#[derive(Debug, Clone)]
+pub struct StoredAnswer {
+    pub fingerprint: Vec<u8>,
+    pub status: u16,
+    pub body: Vec<u8>,
 }
 
 /// A proposal to decide against the log, under the conversation's lock.
@@ -53,6 +74,8 @@ pub struct ProposeInput {
 }
 
 pub enum ProposeResult {
+    /// The Idempotency-Key was already used by a committed request.
+    AlreadyAnswered(StoredAnswer),
     NoConversation,
     Stale {
         latest: Option<i64>,
@@ -129,7 +152,15 @@ pub trait Storage: Send + Sync {
         tenant: &TenantId,
         conversation: &ConversationId,
         batch: Vec<PreparedTurn>,
+        claim: Option<&IdempotencyClaim>,
     ) -> impl Future<Output = R<AppendResult>> + Send;
+    /// The answer recorded for an `Idempotency-Key`, unless it expired.
+    fn stored_answer(
+        &self,
+        tenant: &TenantId,
+        key: &str,
+        not_before: i64,
+    ) -> impl Future<Output = R<Option<StoredAnswer>>> + Send;
     fn turn(
         &self,
         tenant: &TenantId,
@@ -147,6 +178,7 @@ pub trait Storage: Send + Sync {
         tenant: &TenantId,
         conversation: &ConversationId,
         input: ProposeInput,
+        claim: Option<&IdempotencyClaim>,
     ) -> impl Future<Output = R<ProposeResult>> + Send;
     /// Newest first, without summaries or per-turn detail.
     fn checkpoints(
@@ -266,8 +298,17 @@ impl Storage for Store {
         tenant: &TenantId,
         conversation: &ConversationId,
         batch: Vec<PreparedTurn>,
+        claim: Option<&IdempotencyClaim>,
     ) -> R<AppendResult> {
-        delegate!(self.append(tenant, conversation, batch))
+        delegate!(self.append(tenant, conversation, batch, claim))
+    }
+    async fn stored_answer(
+        &self,
+        tenant: &TenantId,
+        key: &str,
+        not_before: i64,
+    ) -> R<Option<StoredAnswer>> {
+        delegate!(self.stored_answer(tenant, key, not_before))
     }
     async fn turn(
         &self,
@@ -289,8 +330,9 @@ impl Storage for Store {
         tenant: &TenantId,
         conversation: &ConversationId,
         input: ProposeInput,
+        claim: Option<&IdempotencyClaim>,
     ) -> R<ProposeResult> {
-        delegate!(self.propose(tenant, conversation, input))
+        delegate!(self.propose(tenant, conversation, input, claim))
     }
     async fn checkpoints(
         &self,
@@ -384,4 +426,32 @@ fn decode_tokens(raw: i64) -> Result<u32, sqlx::Error> {
 
 fn decode_json<T: serde::de::DeserializeOwned>(raw: &str) -> Result<T, sqlx::Error> {
     serde_json::from_str(raw).map_err(|e| sqlx::Error::Decode(e.into()))
+}
+
+/// The body recorded for an Idempotency-Key: exactly what the handler answers.
+fn verdict_answer(
+    conversation: &ConversationId,
+    checkpoint_id: i64,
+    verdict: &Verdict,
+) -> Result<Vec<u8>, sqlx::Error> {
+    let response = crate::api::VerdictResponse {
+        conversation: conversation.to_string(),
+        checkpoint_id: Some(checkpoint_id),
+        dry_run: false,
+        verdict: verdict.clone(),
+    };
+    serde_json::to_vec(&response).map_err(|e| sqlx::Error::Encode(e.into()))
+}
+
+fn append_answer(conversation: &ConversationId, plan: &AppendPlan) -> Result<Vec<u8>, sqlx::Error> {
+    serde_json::to_vec(&crate::api::AppendTurnsResponse::from_plan(
+        conversation.as_str(),
+        plan,
+    ))
+    .map_err(|e| sqlx::Error::Encode(e.into()))
+}
+
+/// A unique violation on the idempotency record: the same key committed concurrently elsewhere.
+fn is_duplicate_key(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
 }

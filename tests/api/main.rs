@@ -10,6 +10,8 @@ mod compactions;
 mod concurrency;
 mod context_plan;
 mod errors;
+mod idempotency;
 mod reconstruct;
 mod rules;
+mod security;
 mod turns_read;

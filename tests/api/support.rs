@@ -28,6 +28,9 @@ pub struct Options {
     pub decision: DecisionConfig,
     pub limits: Limits,
     pub max_body_bytes: usize,
+    pub idempotency_ttl: Duration,
+    /// Requests per second per tenant (0: no limit) and burst.
+    pub rate_limit: (f64, u32),
 }
 
 impl Default for Options {
@@ -40,6 +43,8 @@ impl Default for Options {
                 max_anchors_per_turn: 64,
             },
             max_body_bytes: 32 * 1024 * 1024,
+            idempotency_ttl: gatekeeper::server::DEFAULT_IDEMPOTENCY_TTL,
+            rate_limit: (0.0, 0),
         }
     }
 }
@@ -51,7 +56,7 @@ pub async fn spawn_app() -> TestApp {
 pub async fn spawn_app_with(options: Options) -> TestApp {
     let db = TestDb::fresh().await;
     let keys = ApiKeys::parse(&options.keys.replace(',', "\n")).expect("test keys parse");
-    let state = AppState::with_decision(
+    let mut state = AppState::with_decision(
         db.store.clone(),
         keys,
         &options.decision,
@@ -59,6 +64,10 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         options.max_body_bytes,
         Duration::from_secs(30),
     );
+    state.idempotency_ttl = options.idempotency_ttl;
+    state.rate_limiter =
+        gatekeeper::http::rate_limit::RateLimiter::new(options.rate_limit.0, options.rate_limit.1)
+            .map(Arc::new);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(gatekeeper::server::serve(

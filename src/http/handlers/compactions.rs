@@ -8,12 +8,14 @@ use crate::api::{
 use crate::coverage::{Outcome, Proposal, TurnStatus, Verdict};
 use crate::domain::{CompactionRequest, ConversationId, ExpectedCheckpoint};
 use crate::http::extract::{ApiJson, ApiPath, Tenant};
+use crate::http::idempotency::{IdempotencyKey, fingerprint, replay};
 use crate::http::openapi::ProblemDoc;
 use crate::http::{AppState, Error, Result};
 use crate::store::{ProposeInput, ProposeResult, Storage};
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 #[utoipa::path(
@@ -22,13 +24,14 @@ use serde_json::json;
     tag = "compactions",
     summary = "Propose a compaction",
     description = "Decides which turns of [from, to] the summary really covers and persists only that pointer set. A rejected verdict is 422 problem+json carrying the whole verdict, and persists nothing.",
-    params(("conversation" = String, Path, description = "Conversation id: 1 to 128 of A-Z a-z 0-9 . _ : - (not `.` or `..`)", pattern = r"^(?!\.{1,2}$)[A-Za-z0-9._:-]{1,128}$", example = "airline-0-0")),
+    params(("conversation" = String, Path, description = "Conversation id: 1 to 128 of A-Z a-z 0-9 . _ : - (not `.` or `..`)", pattern = r"^(?!\.{1,2}$)[A-Za-z0-9._:-]{1,128}$", example = "airline-0-0"), ("Idempotency-Key" = Option<String>, Header, nullable = false, pattern = r"^[!-~]{1,255}$", description = "Makes a retry safe: the same key with the same body gets the stored answer (header `Idempotent-Replayed: true`) and changes nothing; with another body, 422. Kept per tenant for `GATEKEEPER_IDEMPOTENCY_TTL_SECS`.")),
     request_body = CompactionRequestBody,
     responses(
         (status = 201, description = "Decided and persisted", body = VerdictResponse),
         (status = 200, description = "Dry run: decided, nothing persisted", body = VerdictResponse),
         (status = 400, description = "Malformed JSON, path or query", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 401, description = "Missing or unknown API key", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 429, description = "This tenant is over its rate limit (when one is configured); retry after Retry-After", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 404, description = "No such conversation or turn for this tenant", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 409, description = "Conflict", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 413, description = "Body over the limit", body = ProblemDoc, content_type = "application/problem+json"),
@@ -42,9 +45,22 @@ pub async fn propose(
     Tenant(tenant): Tenant,
     State(state): State<AppState>,
     ApiPath(conversation): ApiPath<String>,
+    headers: HeaderMap,
     ApiJson(body): ApiJson<CompactionRequestBody>,
-) -> Result<(StatusCode, Json<VerdictResponse>)> {
+) -> Result<Response> {
     let conversation = conversation_id(&conversation)?;
+    let key = IdempotencyKey::from_headers(&headers)?;
+    let fingerprint = fingerprint("propose", conversation.as_str(), &body);
+    if let Some(key) = &key {
+        let not_before = key.claim(fingerprint, state.idempotency_ttl).not_before;
+        if let Some(answer) = state
+            .store
+            .stored_answer(&tenant, key.as_str(), not_before)
+            .await?
+        {
+            return replay(answer, &fingerprint);
+        }
+    }
     let request = CompactionRequest::parse(body)?;
     let tokens = state.tokens;
     let (request, summary_tokens) = cpu(move || {
@@ -70,7 +86,13 @@ pub async fn propose(
         expected: request.expected_checkpoint,
         dry_run: request.dry_run,
     };
-    let (verdict, checkpoint_id) = match state.store.propose(&tenant, &conversation, input).await? {
+    let claim = key.map(|k| k.claim(fingerprint, state.idempotency_ttl));
+    let (verdict, checkpoint_id) = match state
+        .store
+        .propose(&tenant, &conversation, input, claim.as_ref())
+        .await?
+    {
+        ProposeResult::AlreadyAnswered(answer) => return replay(answer, &fingerprint),
         ProposeResult::Decided {
             verdict,
             checkpoint_id,
@@ -91,8 +113,8 @@ pub async fn propose(
     };
     match (response.verdict.outcome, request.dry_run) {
         (Outcome::Rejected, _) => Err(Error::Rejected(Box::new(response))),
-        (_, true) => Ok((StatusCode::OK, Json(response))),
-        (_, false) => Ok((StatusCode::CREATED, Json(response))),
+        (_, true) => Ok((StatusCode::OK, Json(response)).into_response()),
+        (_, false) => Ok((StatusCode::CREATED, Json(response)).into_response()),
     }
 }
 
@@ -174,6 +196,7 @@ fn record(conversation: &ConversationId, checkpoint_id: Option<i64>, v: &Verdict
         (status = 200, description = "The checkpoints", body = CheckpointListResponse),
         (status = 400, description = "Malformed JSON, path or query", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 401, description = "Missing or unknown API key", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 429, description = "This tenant is over its rate limit (when one is configured); retry after Retry-After", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 404, description = "No such conversation or turn for this tenant", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 503, description = "Database unavailable or request timed out; retry (see Retry-After)", body = ProblemDoc, content_type = "application/problem+json")
     ),
@@ -230,6 +253,7 @@ pub async fn list(
         (status = 200, description = "The checkpoint", body = CheckpointResponse),
         (status = 400, description = "Malformed JSON, path or query", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 401, description = "Missing or unknown API key", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 429, description = "This tenant is over its rate limit (when one is configured); retry after Retry-After", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 404, description = "No such conversation or turn for this tenant", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 503, description = "Database unavailable or request timed out; retry (see Retry-After)", body = ProblemDoc, content_type = "application/problem+json")
     ),

@@ -25,6 +25,7 @@ use std::collections::HashMap;
         (status = 200, description = "The answer and where it came from", body = ReconstructResponse),
         (status = 400, description = "Malformed JSON, path or query", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 401, description = "Missing or unknown API key", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 429, description = "This tenant is over its rate limit (when one is configured); retry after Retry-After", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 404, description = "No such conversation or turn for this tenant", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 503, description = "Database unavailable or request timed out; retry (see Retry-After)", body = ProblemDoc, content_type = "application/problem+json")
     ),
@@ -94,6 +95,7 @@ pub async fn reconstruct(
         (status = 200, description = "Summaries and uncovered turns in turn order", body = ContextResponse),
         (status = 400, description = "Malformed JSON, path or query", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 401, description = "Missing or unknown API key", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 429, description = "This tenant is over its rate limit (when one is configured); retry after Retry-After", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 404, description = "No such conversation or turn for this tenant", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 503, description = "Database unavailable or request timed out; retry (see Retry-After)", body = ProblemDoc, content_type = "application/problem+json")
     ),
@@ -188,6 +190,7 @@ pub struct PlanQuery {
         (status = 200, description = "The plan", body = CompactionPlanResponse),
         (status = 400, description = "Malformed JSON, path or query", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 401, description = "Missing or unknown API key", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 429, description = "This tenant is over its rate limit (when one is configured); retry after Retry-After", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 404, description = "No such conversation, or `from` is not in its log", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 503, description = "Database unavailable or request timed out; retry (see Retry-After)", body = ProblemDoc, content_type = "application/problem+json")
     ),

@@ -2,20 +2,21 @@
 
 use super::{conversation_id, conversation_not_found, cpu};
 use crate::api::{
-    AppendTurnsRequest, AppendTurnsResponse, AppendedTurn, CheckpointRef, ConversationResponse,
-    TurnResponse,
+    AppendTurnsRequest, AppendTurnsResponse, CheckpointRef, ConversationResponse, TurnResponse,
 };
 use crate::append::{AppendConflict, PreparedTurn};
 use crate::coverage::Role;
 use crate::coverage::derive::{AnchorSource, derive_anchors};
 use crate::domain::{AppendRequest, NewTurn};
 use crate::http::extract::{ApiJson, ApiPath, Tenant};
+use crate::http::idempotency::{IdempotencyKey, fingerprint, replay};
 use crate::http::openapi::ProblemDoc;
 use crate::http::{AppState, Error, Result};
 use crate::store::{AppendResult, Storage};
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 #[utoipa::path(
@@ -24,13 +25,14 @@ use serde_json::json;
     tag = "turns",
     summary = "Append raw turns",
     description = "Appends a batch, all or nothing. Ids are sequence numbers without gaps (omitted: assigned). A turn stored identically is an idempotent replay; the same id with anything different is 409 and nothing is written. Tokens and anchors are counted and derived when absent.",
-    params(("conversation" = String, Path, description = "Conversation id: 1 to 128 of A-Z a-z 0-9 . _ : - (not `.` or `..`)", pattern = r"^(?!\.{1,2}$)[A-Za-z0-9._:-]{1,128}$", example = "airline-0-0")),
+    params(("conversation" = String, Path, description = "Conversation id: 1 to 128 of A-Z a-z 0-9 . _ : - (not `.` or `..`)", pattern = r"^(?!\.{1,2}$)[A-Za-z0-9._:-]{1,128}$", example = "airline-0-0"), ("Idempotency-Key" = Option<String>, Header, nullable = false, pattern = r"^[!-~]{1,255}$", description = "Makes a retry safe: the same key with the same body gets the stored answer (header `Idempotent-Replayed: true`) and changes nothing; with another body, 422. Kept per tenant for `GATEKEEPER_IDEMPOTENCY_TTL_SECS`.")),
     request_body = AppendTurnsRequest,
     responses(
         (status = 201, description = "Appended", body = AppendTurnsResponse),
         (status = 200, description = "Every turn was a replay; nothing written", body = AppendTurnsResponse),
         (status = 400, description = "Malformed JSON, path or query", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 401, description = "Missing or unknown API key", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 429, description = "This tenant is over its rate limit (when one is configured); retry after Retry-After", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 409, description = "Conflict", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 413, description = "Body over the limit", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 415, description = "Not application/json", body = ProblemDoc, content_type = "application/problem+json"),
@@ -43,9 +45,22 @@ pub async fn append(
     Tenant(tenant): Tenant,
     State(state): State<AppState>,
     ApiPath(conversation): ApiPath<String>,
+    headers: HeaderMap,
     ApiJson(body): ApiJson<AppendTurnsRequest>,
-) -> Result<(StatusCode, Json<AppendTurnsResponse>)> {
+) -> Result<Response> {
     let conversation = conversation_id(&conversation)?;
+    let key = IdempotencyKey::from_headers(&headers)?;
+    let fingerprint = fingerprint("append", conversation.as_str(), &body);
+    if let Some(key) = &key {
+        let not_before = key.claim(fingerprint, state.idempotency_ttl).not_before;
+        if let Some(answer) = state
+            .store
+            .stored_answer(&tenant, key.as_str(), not_before)
+            .await?
+        {
+            return replay(answer, &fingerprint);
+        }
+    }
     let request = AppendRequest::parse(body, state.limits)?;
     let (tokens, anchor_count) = (state.tokens, state.anchor_count);
     let prepared = cpu(move || {
@@ -56,40 +71,24 @@ pub async fn append(
             .collect::<Vec<_>>()
     })
     .await?;
-    let plan = match state.store.append(&tenant, &conversation, prepared).await? {
+    let claim = key.map(|k| k.claim(fingerprint, state.idempotency_ttl));
+    let plan = match state
+        .store
+        .append(&tenant, &conversation, prepared, claim.as_ref())
+        .await?
+    {
         AppendResult::Done(plan) => plan,
         AppendResult::Conflict(conflict) => return Err(conflict_error(conflict)),
+        AppendResult::AlreadyAnswered(answer) => return replay(answer, &fingerprint),
     };
-    let (appended, replayed) = (plan.new.len() as u64, plan.replayed.len() as u64);
-    // Replays are reported too, so a retried batch gets the answer the first try got.
-    let mut turns: Vec<AppendedTurn> = plan
-        .new
-        .into_iter()
-        .chain(plan.replayed)
-        .map(|t| AppendedTurn {
-            id: t.id,
-            tokens: t.tokens,
-            anchors: t.anchors,
-        })
-        .collect();
-    turns.sort_by_key(|t| t.id);
-    turns.dedup_by_key(|t| t.id);
-    metrics::counter!("gatekeeper_turns_appended_total").increment(appended);
-    let status = if appended == 0 {
+    let response = AppendTurnsResponse::from_plan(conversation.as_str(), &plan);
+    metrics::counter!("gatekeeper_turns_appended_total").increment(response.appended);
+    let status = if response.appended == 0 {
         StatusCode::OK
     } else {
         StatusCode::CREATED
     };
-    Ok((
-        status,
-        Json(AppendTurnsResponse {
-            conversation: conversation.to_string(),
-            appended,
-            replayed,
-            next_id: plan.next_id,
-            turns,
-        }),
-    ))
+    Ok((status, Json(response)).into_response())
 }
 
 /// Fills in what the client left out: tokens counted, anchors derived from the content.
@@ -151,6 +150,7 @@ fn conflict_error(conflict: AppendConflict) -> Error {
         (status = 200, description = "The stored turn, content byte-exact", body = TurnResponse),
         (status = 400, description = "Malformed JSON, path or query", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 401, description = "Missing or unknown API key", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 429, description = "This tenant is over its rate limit (when one is configured); retry after Retry-After", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 404, description = "No such conversation or turn for this tenant", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 503, description = "Database unavailable or request timed out; retry (see Retry-After)", body = ProblemDoc, content_type = "application/problem+json")
     ),
@@ -193,6 +193,7 @@ pub async fn turn(
         (status = 200, description = "The conversation", body = ConversationResponse),
         (status = 400, description = "Malformed JSON, path or query", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 401, description = "Missing or unknown API key", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 429, description = "This tenant is over its rate limit (when one is configured); retry after Retry-After", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 404, description = "No such conversation or turn for this tenant", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 503, description = "Database unavailable or request timed out; retry (see Retry-After)", body = ProblemDoc, content_type = "application/problem+json")
     ),

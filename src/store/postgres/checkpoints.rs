@@ -1,12 +1,13 @@
 //! Deciding and persisting checkpoints, one conversation at a time.
 
 use super::PgStore;
+use super::idempotency::{find_answer, record_answer};
 use super::turns::lock_conversation;
 use crate::coverage::{IdRanges, TurnFacts, Verdict};
 use crate::domain::{ConversationId, TenantId};
 use crate::store::{
-    CheckpointRow, ProposeInput, ProposeResult, decide_loaded, decode_text, decode_tokens,
-    parse_role, persists, precheck,
+    CheckpointRow, IdempotencyClaim, ProposeInput, ProposeResult, decide_loaded, decode_text,
+    decode_tokens, parse_role, persists, precheck, verdict_answer,
 };
 use sqlx::types::Json;
 use sqlx::{Postgres, Row, Transaction};
@@ -17,6 +18,7 @@ impl PgStore {
         tenant: &TenantId,
         conversation: &ConversationId,
         input: ProposeInput,
+        claim: Option<&IdempotencyClaim>,
     ) -> Result<ProposeResult, sqlx::Error> {
         let mut tx = self.pool.begin().await?;
         // The row lock serializes this decision with appends and other decisions on the
@@ -24,6 +26,12 @@ impl PgStore {
         let Some(next_id) = lock_conversation(&mut tx, tenant, conversation).await? else {
             return Ok(ProposeResult::NoConversation);
         };
+        // Under the conversation's lock: a retry racing its own first try finds the answer here.
+        if let Some(claim) = claim
+            && let Some(answer) = find_answer(&mut tx, tenant, &claim.key, claim.not_before).await?
+        {
+            return Ok(ProposeResult::AlreadyAnswered(answer));
+        }
         let (latest, count): (Option<i64>, i64) = sqlx::query_as(
             "SELECT latest_checkpoint, checkpoint_count FROM conversations WHERE tenant = $1 AND conversation = $2",
         )
@@ -62,6 +70,10 @@ impl PgStore {
             &input.proposal.summary,
         )
         .await?;
+        if let Some(claim) = claim {
+            let answer = verdict_answer(conversation, checkpoint_id, &verdict)?;
+            record_answer(&mut tx, tenant, claim, 201, &answer).await?;
+        }
         tx.commit().await?;
         Ok(ProposeResult::Decided {
             verdict,

@@ -1,6 +1,7 @@
 //! The Postgres backend: for teams that share one gatekeeper database across many agents.
 
 mod checkpoints;
+mod idempotency;
 mod reads;
 mod turns;
 
@@ -93,6 +94,20 @@ impl PgStore {
     }
 }
 
+impl PgStore {
+    /// The same key committed concurrently through another conversation: its answer stands.
+    async fn answer_after_race(
+        &self,
+        tenant: &TenantId,
+        claim: &IdempotencyClaim,
+        e: sqlx::Error,
+    ) -> R<StoredAnswer> {
+        self.read_answer(tenant, &claim.key, claim.not_before)
+            .await?
+            .ok_or(e)
+    }
+}
+
 impl Storage for PgStore {
     async fn ready(&self) -> R<bool> {
         let applied: i64 =
@@ -109,8 +124,26 @@ impl Storage for PgStore {
         tenant: &TenantId,
         conversation: &ConversationId,
         batch: Vec<PreparedTurn>,
+        claim: Option<&IdempotencyClaim>,
     ) -> R<AppendResult> {
-        self.append_batch(tenant, conversation, batch).await
+        match (
+            self.append_batch(tenant, conversation, batch, claim).await,
+            claim,
+        ) {
+            (Err(e), Some(claim)) if is_duplicate_key(&e) => self
+                .answer_after_race(tenant, claim, e)
+                .await
+                .map(AppendResult::AlreadyAnswered),
+            (result, _) => result,
+        }
+    }
+    async fn stored_answer(
+        &self,
+        tenant: &TenantId,
+        key: &str,
+        not_before: i64,
+    ) -> R<Option<StoredAnswer>> {
+        self.read_answer(tenant, key, not_before).await
     }
     async fn turn(
         &self,
@@ -132,8 +165,19 @@ impl Storage for PgStore {
         tenant: &TenantId,
         conversation: &ConversationId,
         input: ProposeInput,
+        claim: Option<&IdempotencyClaim>,
     ) -> R<ProposeResult> {
-        self.decide_and_persist(tenant, conversation, input).await
+        match (
+            self.decide_and_persist(tenant, conversation, input, claim)
+                .await,
+            claim,
+        ) {
+            (Err(e), Some(claim)) if is_duplicate_key(&e) => self
+                .answer_after_race(tenant, claim, e)
+                .await
+                .map(ProposeResult::AlreadyAnswered),
+            (result, _) => result,
+        }
     }
     async fn checkpoints(
         &self,

@@ -1,11 +1,12 @@
 //! Appending to and reading from the raw turn log.
 
 use super::PgStore;
+use super::idempotency::{find_answer, record_answer};
 use crate::append::{LoggedTurn, PreparedTurn, plan_append};
 use crate::domain::{ConversationId, TenantId};
 use crate::store::{
-    AppendResult, ConversationRow, LatestCheckpoint, StoredTurn, decode_text, decode_tokens,
-    parse_outcome, parse_role,
+    AppendResult, ConversationRow, IdempotencyClaim, LatestCheckpoint, StoredTurn, append_answer,
+    decode_text, decode_tokens, parse_outcome, parse_role,
 };
 use sqlx::types::Json;
 use sqlx::{Postgres, Row, Transaction};
@@ -17,6 +18,7 @@ impl PgStore {
         tenant: &TenantId,
         conversation: &ConversationId,
         batch: Vec<PreparedTurn>,
+        claim: Option<&IdempotencyClaim>,
     ) -> Result<AppendResult, sqlx::Error> {
         let mut tx = self.pool.begin().await?;
         sqlx::query("INSERT INTO conversations (tenant, conversation) VALUES ($1, $2) ON CONFLICT DO NOTHING")
@@ -26,7 +28,15 @@ impl PgStore {
             .await?;
         let next_id: i64 = lock_conversation(&mut tx, tenant, conversation)
             .await?
-            .expect("the row was just upserted in this transaction");
+            .ok_or_else(|| {
+                sqlx::Error::Protocol("the conversation row vanished inside its transaction".into())
+            })?;
+        // Under the conversation's lock: a retry racing its own first try finds the answer here.
+        if let Some(claim) = claim
+            && let Some(answer) = find_answer(&mut tx, tenant, &claim.key, claim.not_before).await?
+        {
+            return Ok(AppendResult::AlreadyAnswered(answer));
+        }
         let named: Vec<i64> = batch
             .iter()
             .filter_map(|t| t.id)
@@ -54,6 +64,16 @@ impl PgStore {
             .bind(added)
             .execute(&mut *tx)
             .await?;
+            if let Some(claim) = claim {
+                record_answer(
+                    &mut tx,
+                    tenant,
+                    claim,
+                    201,
+                    &append_answer(conversation, &plan)?,
+                )
+                .await?;
+            }
         }
         tx.commit().await?;
         Ok(AppendResult::Done(plan))

@@ -1,11 +1,12 @@
 //! Deciding and persisting checkpoints under SQLite's write lock.
 
 use super::SqliteStore;
+use super::idempotency::{find_answer, record_answer};
 use crate::coverage::{TurnFacts, Verdict};
 use crate::domain::{ConversationId, TenantId};
 use crate::store::{
-    CheckpointRow, ProposeInput, ProposeResult, decide_loaded, decode_json, decode_text,
-    decode_tokens, parse_role, persists, precheck,
+    CheckpointRow, IdempotencyClaim, ProposeInput, ProposeResult, decide_loaded, decode_json,
+    decode_text, decode_tokens, parse_role, persists, precheck, verdict_answer,
 };
 use sqlx::{Row, Sqlite, Transaction};
 
@@ -19,8 +20,15 @@ impl SqliteStore {
         tenant: &TenantId,
         conversation: &ConversationId,
         input: ProposeInput,
+        claim: Option<&IdempotencyClaim>,
     ) -> Result<ProposeResult, sqlx::Error> {
         let mut tx = self.begin_write().await?;
+        // Under the write lock: a retry racing its own first try finds the answer here.
+        if let Some(claim) = claim
+            && let Some(answer) = find_answer(&mut tx, tenant, &claim.key, claim.not_before).await?
+        {
+            return Ok(ProposeResult::AlreadyAnswered(answer));
+        }
         let row = sqlx::query(
             "SELECT next_id, latest_checkpoint, checkpoint_count FROM conversations \
              WHERE tenant = ?1 AND conversation = ?2",
@@ -90,6 +98,10 @@ impl SqliteStore {
         .bind(checkpoint_id)
         .execute(&mut *tx)
         .await?;
+        if let Some(claim) = claim {
+            let answer = verdict_answer(conversation, checkpoint_id, &verdict)?;
+            record_answer(&mut tx, tenant, claim, 201, &answer).await?;
+        }
         tx.commit().await?;
         Ok(ProposeResult::Decided {
             verdict,

@@ -1,11 +1,12 @@
 //! Appending to and reading from the raw turn log.
 
 use super::SqliteStore;
+use super::idempotency::{find_answer, record_answer};
 use crate::append::{LoggedTurn, PreparedTurn, plan_append};
 use crate::domain::{ConversationId, TenantId};
 use crate::store::{
-    AppendResult, ConversationRow, LatestCheckpoint, StoredTurn, decode_json, decode_text,
-    decode_tokens, parse_outcome, parse_role,
+    AppendResult, ConversationRow, IdempotencyClaim, LatestCheckpoint, StoredTurn, append_answer,
+    decode_json, decode_text, decode_tokens, parse_outcome, parse_role,
 };
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, Sqlite, Transaction};
@@ -16,8 +17,15 @@ impl SqliteStore {
         tenant: &TenantId,
         conversation: &ConversationId,
         batch: Vec<PreparedTurn>,
+        claim: Option<&IdempotencyClaim>,
     ) -> Result<AppendResult, sqlx::Error> {
         let mut tx = self.begin_write().await?;
+        // Under the write lock: a retry racing its own first try finds the answer here.
+        if let Some(claim) = claim
+            && let Some(answer) = find_answer(&mut tx, tenant, &claim.key, claim.not_before).await?
+        {
+            return Ok(AppendResult::AlreadyAnswered(answer));
+        }
         sqlx::query("INSERT INTO conversations (tenant, conversation) VALUES (?1, ?2) ON CONFLICT DO NOTHING")
             .bind(tenant.as_str())
             .bind(conversation.as_str())
@@ -72,6 +80,10 @@ impl SqliteStore {
             .bind(added)
             .execute(&mut *tx)
             .await?;
+            if let Some(claim) = claim {
+                let answer = append_answer(conversation, &plan)?;
+                record_answer(&mut tx, tenant, claim, 201, &answer).await?;
+            }
         }
         tx.commit().await?;
         Ok(AppendResult::Done(plan))

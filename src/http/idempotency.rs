@@ -1,0 +1,82 @@
+//! `Idempotency-Key`: a retried POST with the same key and body gets the answer the first one got
+//! and changes nothing; the same key with another body is refused with 422.
+
+use super::Error;
+use crate::store::{IdempotencyClaim, StoredAnswer};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub const HEADER: &str = "idempotency-key";
+pub const REPLAYED: &str = "idempotent-replayed";
+
+/// A client's key: 1 to 255 visible ASCII characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    pub fn from_headers(headers: &HeaderMap) -> Result<Option<Self>, Error> {
+        let Some(value) = headers.get(HEADER) else {
+            return Ok(None);
+        };
+        let invalid = || Error::BadRequest {
+            detail: "Idempotency-Key must be 1 to 255 visible ASCII characters".into(),
+            field: Some("Idempotency-Key".into()),
+        };
+        let key = value.to_str().map_err(|_| invalid())?;
+        if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(invalid());
+        }
+        Ok(Some(Self(key.to_owned())))
+    }
+
+    /// The claim to record with the change, now, expiring after `ttl`.
+    pub fn claim(&self, fingerprint: [u8; 32], ttl: Duration) -> IdempotencyClaim {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        IdempotencyClaim {
+            key: self.0.clone(),
+            fingerprint,
+            now,
+            not_before: now.saturating_sub(ttl.as_secs() as i64),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// What makes two requests "the same": the operation, the conversation and the canonical body
+/// (whitespace and member order do not matter).
+pub fn fingerprint(operation: &str, conversation: &str, body: &impl Serialize) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(operation.as_bytes());
+    hasher.update([0]);
+    hasher.update(conversation.as_bytes());
+    hasher.update([0]);
+    hasher.update(serde_json::to_vec(body).unwrap_or_default());
+    hasher.finalize().into()
+}
+
+/// The stored answer, or 422 if the key was used for another request.
+pub fn replay(answer: StoredAnswer, fingerprint: &[u8; 32]) -> Result<Response, Error> {
+    if answer.fingerprint != fingerprint {
+        return Err(Error::unprocessable(
+            "this Idempotency-Key was already used with a different request; use a new key for a new request",
+            serde_json::json!({ "field": "Idempotency-Key" }),
+        ));
+    }
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
+    let mut response = (status, answer.body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    headers.insert(REPLAYED, HeaderValue::from_static("true"));
+    Ok(response)
+}

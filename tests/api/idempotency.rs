@@ -1,0 +1,259 @@
+//! `Idempotency-Key` on POSTs: one change per key, the stored answer for retries, 422 for reuse.
+
+use crate::support::*;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+async fn post_with_key(app: &TestApp, path: &str, key: &str, body: &Value) -> reqwest::Response {
+    let mut request = app
+        .client
+        .post(app.url(path))
+        .header("Idempotency-Key", key)
+        .json(body);
+    if let Some(k) = &app.key {
+        request = request.bearer_auth(k);
+    }
+    request.send().await.unwrap()
+}
+
+async fn seeded(app: &TestApp, conversation: &str) {
+    let turns: Vec<Value> = tau_turns(4)
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut t)| {
+            t["id"] = json!(i);
+            t["anchors"] = json!([format!("K{i}-{i}{i}{i}")]);
+            t
+        })
+        .collect();
+    expect(
+        app.append(conversation, json!(turns)).await,
+        StatusCode::CREATED,
+    )
+    .await;
+}
+
+fn proposal() -> Value {
+    json!({ "from": 0, "to": 3, "summary": "K0-000, K1-111 and K3-333.", "summary_budget": 4096 })
+}
+
+#[tokio::test]
+async fn a_retried_proposal_with_the_same_key_gets_the_stored_answer_and_creates_nothing() {
+    let app = spawn_app().await;
+    seeded(&app, "c").await;
+    let path = "/v1/conversations/c/compactions";
+    let first = post_with_key(&app, path, "retry-1", &proposal()).await;
+    assert!(first.headers().get("idempotent-replayed").is_none());
+    let first = expect(first, StatusCode::CREATED).await;
+    for _ in 0..3 {
+        let again = post_with_key(&app, path, "retry-1", &proposal()).await;
+        assert_eq!(
+            again
+                .headers()
+                .get("idempotent-replayed")
+                .and_then(|v| v.to_str().ok()),
+            Some("true")
+        );
+        assert_eq!(expect(again, StatusCode::CREATED).await, first);
+    }
+    let list = expect(
+        app.get("/v1/conversations/c/compactions").await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(list["checkpoints"].as_array().unwrap().len(), 1);
+    // The same body under a new key is a new request.
+    let second = expect(
+        post_with_key(&app, path, "retry-2", &proposal()).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    assert_eq!(second["checkpoint_id"], 2);
+}
+
+#[tokio::test]
+async fn the_same_key_with_a_different_body_is_422_and_changes_nothing() {
+    let app = spawn_app().await;
+    seeded(&app, "c").await;
+    let path = "/v1/conversations/c/compactions";
+    expect(
+        post_with_key(&app, path, "k", &proposal()).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let before = app.snapshot("c").await;
+    let mut other = proposal();
+    other["summary"] = json!("K0-000 only.");
+    let problem = expect(
+        post_with_key(&app, path, "k", &other).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(problem["field"], "Idempotency-Key");
+    // Used on another endpoint or conversation, it is another request too.
+    expect(
+        post_with_key(
+            &app,
+            "/v1/conversations/c/turns",
+            "k",
+            &json!({"turns": [{"role": "user", "content": "hi"}]}),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(app.snapshot("c").await, before);
+}
+
+#[tokio::test]
+async fn whitespace_and_member_order_do_not_make_a_different_request() {
+    let app = spawn_app().await;
+    seeded(&app, "c").await;
+    let path = "/v1/conversations/c/compactions";
+    let first = expect(
+        post_with_key(&app, path, "k", &proposal()).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let reordered = r#"{ "summary_budget": 4096, "to": 3,
+        "summary": "K0-000, K1-111 and K3-333.", "from": 0 }"#;
+    let response = app
+        .client
+        .post(app.url(path))
+        .header("Idempotency-Key", "k")
+        .header("content-type", "application/json")
+        .body(reordered)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(expect(response, StatusCode::CREATED).await, first);
+}
+
+#[tokio::test]
+async fn concurrent_retries_with_one_key_make_exactly_one_checkpoint() {
+    let app = spawn_app().await;
+    seeded(&app, "c").await;
+    let path = "/v1/conversations/c/compactions";
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let app = app.clone();
+        // Spawned together, so the tries really race.
+        set.spawn(async move { post_with_key(&app, path, "race", &proposal()).await });
+    }
+    let mut bodies = Vec::new();
+    while let Some(answer) = set.join_next().await {
+        bodies.push(expect(answer.unwrap(), StatusCode::CREATED).await);
+    }
+    assert!(
+        bodies.windows(2).all(|w| w[0] == w[1]),
+        "every try got the one answer"
+    );
+    let list = expect(
+        app.get("/v1/conversations/c/compactions").await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(list["checkpoints"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn an_id_less_append_retried_with_its_key_is_appended_once() {
+    let app = spawn_app().await;
+    let body = json!({ "turns": tau_turns(3) });
+    let path = "/v1/conversations/c/turns";
+    let first = expect(
+        post_with_key(&app, path, "append-1", &body).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let again = post_with_key(&app, path, "append-1", &body).await;
+    assert_eq!(
+        again
+            .headers()
+            .get("idempotent-replayed")
+            .and_then(|v| v.to_str().ok()),
+        Some("true")
+    );
+    assert_eq!(expect(again, StatusCode::CREATED).await, first);
+    let conversation = expect(app.get("/v1/conversations/c").await, StatusCode::OK).await;
+    assert_eq!(
+        conversation["next_id"], 3,
+        "without the key the retry would have appended three more"
+    );
+}
+
+#[tokio::test]
+async fn keys_belong_to_their_tenant() {
+    let app = spawn_app_with(Options {
+        keys: "a:tenant-a-key-0123456789,b:tenant-b-key-0123456789",
+        ..Default::default()
+    })
+    .await;
+    let (a, b) = (
+        app.with_key("tenant-a-key-0123456789"),
+        app.with_key("tenant-b-key-0123456789"),
+    );
+    seeded(&a, "c").await;
+    seeded(&b, "c").await;
+    let path = "/v1/conversations/c/compactions";
+    let from_a = expect(
+        post_with_key(&a, path, "shared", &proposal()).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let from_b = post_with_key(&b, path, "shared", &proposal()).await;
+    assert!(
+        from_b.headers().get("idempotent-replayed").is_none(),
+        "B's first use of the key is B's own request"
+    );
+    let from_b = expect(from_b, StatusCode::CREATED).await;
+    assert_eq!(
+        (
+            from_a["checkpoint_id"].clone(),
+            from_b["checkpoint_id"].clone()
+        ),
+        (json!(1), json!(1))
+    );
+}
+
+#[tokio::test]
+async fn malformed_keys_are_400_and_change_nothing() {
+    let app = spawn_app().await;
+    seeded(&app, "c").await;
+    let before = app.snapshot("c").await;
+    for key in ["", "has space", &"x".repeat(256), "tab\there"] {
+        let response = app
+            .client
+            .post(app.url("/v1/conversations/c/compactions"))
+            .header("Idempotency-Key", key)
+            .json(&proposal())
+            .send()
+            .await
+            .unwrap();
+        let problem = expect(response, StatusCode::BAD_REQUEST).await;
+        assert_eq!(problem["field"], "Idempotency-Key", "{key:?}");
+    }
+    assert_eq!(app.snapshot("c").await, before);
+}
+
+#[tokio::test]
+async fn an_expired_key_is_forgotten() {
+    let app = spawn_app_with(Options {
+        idempotency_ttl: std::time::Duration::from_secs(1),
+        ..Default::default()
+    })
+    .await;
+    seeded(&app, "c").await;
+    let path = "/v1/conversations/c/compactions";
+    expect(
+        post_with_key(&app, path, "k", &proposal()).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    // Records are kept in whole seconds: two seconds later the key is past its time.
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let again = post_with_key(&app, path, "k", &proposal()).await;
+    assert!(again.headers().get("idempotent-replayed").is_none());
+    let again = expect(again, StatusCode::CREATED).await;
+    assert_eq!(again["checkpoint_id"], 2);
+}
