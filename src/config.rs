@@ -65,6 +65,10 @@ pub struct ServeConfig {
     #[arg(long, env = "GATEKEEPER_RATE_LIMIT_BURST", default_value_t = 50)]
     pub rate_limit_burst: u32,
 
+    /// MiB of memory for cached reconstruct answers; 0 to read every answer from the database.
+    #[arg(long, env = "GATEKEEPER_RECONSTRUCT_CACHE_MIB", default_value_t = 64)]
+    pub reconstruct_cache_mib: u64,
+
     /// Seconds an Idempotency-Key's answer is kept (per tenant).
     #[arg(
         long,

@@ -2,6 +2,7 @@
 
 use crate::config::{ApiKeys, DecisionConfig, LogFormat, ServeConfig};
 use crate::http::rate_limit::RateLimiter;
+use crate::http::reconstruct_cache::ReconstructCache;
 use crate::http::{AppState, router};
 use crate::store::{Storage, Store};
 use crate::tokens::TokenCounter;
@@ -10,6 +11,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::net::TcpListener;
+
+/// Memory for cached reconstruct answers unless configured.
+pub const DEFAULT_RECONSTRUCT_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// How long an Idempotency-Key's answer is kept unless configured.
 pub const DEFAULT_IDEMPOTENCY_TTL: Duration = Duration::from_secs(24 * 60 * 60);
@@ -28,6 +32,8 @@ impl AppState {
         Self {
             idempotency_ttl: Duration::from_secs(config.idempotency_ttl_secs),
             rate_limiter: RateLimiter::new(config.rate_limit_per_sec, config.rate_limit_burst)
+                .map(Arc::new),
+            reconstruct_cache: ReconstructCache::new(config.reconstruct_cache_mib * 1024 * 1024)
                 .map(Arc::new),
             ..state
         }
@@ -53,6 +59,7 @@ impl AppState {
             request_timeout,
             idempotency_ttl: DEFAULT_IDEMPOTENCY_TTL,
             rate_limiter: None,
+            reconstruct_cache: ReconstructCache::new(DEFAULT_RECONSTRUCT_CACHE_BYTES).map(Arc::new),
             draining: Arc::new(AtomicBool::new(false)),
         }
     }

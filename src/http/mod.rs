@@ -7,6 +7,7 @@ pub mod idempotency;
 pub mod metrics;
 pub mod openapi;
 pub mod rate_limit;
+pub mod reconstruct_cache;
 
 pub use error::{Error, Result};
 
@@ -40,6 +41,8 @@ pub struct AppState {
     pub request_timeout: Duration,
     /// Per-tenant request rate limit; `None` (the default) for none.
     pub rate_limiter: Option<Arc<rate_limit::RateLimiter>>,
+    /// Reconstruct answers in memory; `None` to always ask the database.
+    pub reconstruct_cache: Option<Arc<reconstruct_cache::ReconstructCache>>,
     /// How long an Idempotency-Key's answer is kept.
     pub idempotency_ttl: Duration,
     /// Set when shutdown starts: `/readyz` turns unready so traffic moves elsewhere.

@@ -154,6 +154,13 @@ pub trait Storage: Send + Sync {
         batch: Vec<PreparedTurn>,
         claim: Option<&IdempotencyClaim>,
     ) -> impl Future<Output = R<AppendResult>> + Send;
+    /// The conversation's latest checkpoint id (`Some(None)`: none yet), or `None` if the
+    /// conversation does not exist: one primary-key read.
+    fn latest_checkpoint(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> impl Future<Output = R<Option<Option<i64>>>> + Send;
     /// The answer recorded for an `Idempotency-Key`, unless it expired.
     fn stored_answer(
         &self,
@@ -309,6 +316,13 @@ impl Storage for Store {
         not_before: i64,
     ) -> R<Option<StoredAnswer>> {
         delegate!(self.stored_answer(tenant, key, not_before))
+    }
+    async fn latest_checkpoint(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> R<Option<Option<i64>>> {
+        delegate!(self.latest_checkpoint(tenant, conversation))
     }
     async fn turn(
         &self,

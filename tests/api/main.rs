@@ -10,6 +10,7 @@ mod compactions;
 mod concurrency;
 mod context_plan;
 mod errors;
+mod hostile;
 mod idempotency;
 mod reconstruct;
 mod rules;

@@ -506,3 +506,54 @@ async fn evidence_offsets_point_into_the_original_summary_when_normalisation_cha
         assert_eq!(&slice, want, "turn {id}: {e}");
     }
 }
+
+#[tokio::test]
+async fn a_cached_answer_never_hides_a_checkpoint_made_through_another_process() {
+    let a = spawn_app().await;
+    let b = a.another_process().await;
+    setup(&a, "c", 4).await;
+    // B answers (and caches) turn 1 as live, then turn 3 as live.
+    for turn in [1, 3] {
+        let live = expect(b.reconstruct("c", turn).await, StatusCode::OK).await;
+        assert_eq!(live["source"], "live");
+        assert_eq!(
+            expect(b.reconstruct("c", turn).await, StatusCode::OK).await,
+            live,
+            "a repeat is the same answer"
+        );
+    }
+    // A checkpoint through A covers turn 1 and not turn 3.
+    expect(
+        a.propose("c", propose_body(0, 3, &[0, 1, 2])).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let covered = expect(b.reconstruct("c", 1).await, StatusCode::OK).await;
+    assert_eq!(
+        (
+            covered["source"].as_str(),
+            covered["checkpoint_id"].as_i64()
+        ),
+        (Some("summary"), Some(1))
+    );
+    let uncovered = expect(b.reconstruct("c", 3).await, StatusCode::OK).await;
+    assert_eq!(
+        (uncovered["source"].as_str(), uncovered["reason"].as_str()),
+        (Some("raw_log"), Some("anchor_missing"))
+    );
+    // A second checkpoint through B covers turn 3: A sees it at once too.
+    expect(a.reconstruct("c", 3).await, StatusCode::OK).await;
+    expect(
+        b.propose("c", propose_body(3, 3, &[3])).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let now_covered = expect(a.reconstruct("c", 3).await, StatusCode::OK).await;
+    assert_eq!(
+        (
+            now_covered["source"].as_str(),
+            now_covered["checkpoint_id"].as_i64()
+        ),
+        (Some("summary"), Some(2))
+    );
+}

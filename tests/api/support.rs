@@ -86,6 +86,31 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
 }
 
 impl TestApp {
+    /// A second service on the same database, with its own memory (caches, rate buckets), as
+    /// a second process would have.
+    pub async fn another_process(&self) -> TestApp {
+        let state = AppState::with_decision(
+            self.store.clone(),
+            ApiKeys::default(),
+            &DecisionConfig::default(),
+            Options::default().limits,
+            32 * 1024 * 1024,
+            Duration::from_secs(30),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(gatekeeper::server::serve(
+            listener,
+            state,
+            std::future::pending(),
+            Duration::from_secs(5),
+        ));
+        TestApp {
+            base,
+            ..self.clone()
+        }
+    }
+
     pub fn with_key(&self, key: &str) -> TestApp {
         TestApp {
             key: Some(key.to_owned()),
@@ -474,4 +499,32 @@ fn dechunk(mut rest: &str) -> String {
         rest = tail[size..].trim_start_matches("\r\n");
     }
     out
+}
+
+impl TestApp {
+    /// Everything a client can read of a conversation, to show that a request changed nothing:
+    /// the conversation (next_id, total_tokens, checkpoint count, latest checkpoint), the list
+    /// of checkpoints, each checkpoint with its summary and verdict, and every stored turn
+    /// (content, role, tokens, anchors, external id, created_at).
+    pub async fn full_snapshot(&self, conversation: &str) -> Value {
+        let (status, summary) = self.snapshot(conversation).await;
+        assert_eq!(status, StatusCode::OK, "{conversation}: {summary}");
+        let list = expect(self.checkpoints(conversation).await, StatusCode::OK).await;
+        let mut checkpoints = Vec::new();
+        for item in list["checkpoints"].as_array().expect("a checkpoint list") {
+            let id = item["checkpoint_id"].as_i64().expect("a checkpoint id");
+            checkpoints.push(expect(self.checkpoint(conversation, id).await, StatusCode::OK).await);
+        }
+        let next_id = summary["next_id"].as_i64().expect("next_id");
+        let mut turns = Vec::new();
+        for id in 0..next_id {
+            turns.push(expect(self.turn(conversation, id).await, StatusCode::OK).await);
+        }
+        json!({
+            "conversation": summary,
+            "list": list,
+            "checkpoints": checkpoints,
+            "turns": turns,
+        })
+    }
 }

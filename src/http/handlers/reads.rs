@@ -7,10 +7,14 @@ use crate::api::{
 use crate::coverage::{IdRanges, Role, locate};
 use crate::http::extract::{ApiPath, ApiQuery, Tenant};
 use crate::http::openapi::ProblemDoc;
+use crate::http::reconstruct_cache::{AnswerKey, CachedAnswer};
 use crate::http::{AppState, Error, Result};
-use crate::store::{ContextCheckpoint, ContextTurn, Storage};
+use crate::store::{ContextCheckpoint, ContextTurn, ReconstructRow, Storage};
 use axum::Json;
+use axum::body::Bytes;
 use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use std::collections::HashMap;
 
@@ -35,20 +39,64 @@ pub async fn reconstruct(
     Tenant(tenant): Tenant,
     State(state): State<AppState>,
     ApiPath((conversation, turn)): ApiPath<(String, i64)>,
-) -> Result<Json<ReconstructResponse>> {
+) -> Result<Response> {
     let conversation = conversation_id(&conversation)?;
+    let not_in_log = || {
+        Error::NotFound(format!(
+            "turn {turn} of conversation {conversation} is not in the log"
+        ))
+    };
     // A 404 here means exactly "this tenant's log does not hold the turn": database faults
     // surface as 503 through `?`, never as a missing row.
+    let cache = state.reconstruct_cache.as_deref();
+    let key = match cache {
+        Some(_) => {
+            let latest = state
+                .store
+                .latest_checkpoint(&tenant, &conversation)
+                .await?
+                .ok_or_else(not_in_log)?;
+            Some(AnswerKey {
+                tenant: tenant.clone(),
+                conversation: conversation.clone(),
+                turn,
+                latest_checkpoint: latest,
+            })
+        }
+        None => None,
+    };
+    if let (Some(cache), Some(key)) = (cache, &key)
+        && let Some(hit) = cache.get(key)
+    {
+        return Ok(answer(hit));
+    }
     let row = state
         .store
         .reconstruct(&tenant, &conversation, turn)
         .await?
-        .ok_or_else(|| {
-            Error::NotFound(format!(
-                "turn {turn} of conversation {conversation} is not in the log"
-            ))
-        })?;
-    let response = match row.checkpoint {
+        .ok_or_else(not_in_log)?;
+    let response = reconstruct_answer(turn, row);
+    let body = Bytes::from(serde_json::to_vec(&response).map_err(|e| Error::Internal(e.into()))?);
+    let fresh = CachedAnswer {
+        body,
+        source: response.source,
+    };
+    if let (Some(cache), Some(key)) = (cache, key) {
+        cache.insert(key, fresh.clone());
+    }
+    Ok(answer(fresh))
+}
+
+fn answer(answer: CachedAnswer) -> Response {
+    metrics::counter!("gatekeeper_reconstructions_total", "source" => answer.source.as_str())
+        .increment(1);
+    ([(CONTENT_TYPE, "application/json")], answer.body).into_response()
+}
+
+/// Covered: the summary, with where the turn's anchors stand in it. Spanned but not covered:
+/// the raw turn and why. In no checkpoint: the raw turn.
+fn reconstruct_answer(turn: i64, row: ReconstructRow) -> ReconstructResponse {
+    match row.checkpoint {
         Some(checkpoint) if checkpoint.covered => {
             let summary = checkpoint.summary.unwrap_or_default();
             ReconstructResponse {
@@ -79,10 +127,7 @@ pub async fn reconstruct(
             reason: None,
             evidence: Vec::new(),
         },
-    };
-    metrics::counter!("gatekeeper_reconstructions_total", "source" => response.source.as_str())
-        .increment(1);
-    Ok(Json(response))
+    }
 }
 
 #[utoipa::path(

@@ -116,6 +116,19 @@ impl Storage for SqliteStore {
     ) -> R<Option<StoredAnswer>> {
         self.read_answer(tenant, key, not_before).await
     }
+    async fn latest_checkpoint(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> R<Option<Option<i64>>> {
+        sqlx::query_scalar(
+            "SELECT latest_checkpoint FROM conversations WHERE tenant = ?1 AND conversation = ?2",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .fetch_optional(&self.pool)
+        .await
+    }
     async fn turn(
         &self,
         tenant: &TenantId,
