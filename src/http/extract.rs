@@ -1,5 +1,6 @@
 //! Extractors that turn every rejection into our problem+json, and the tenant from the key.
 
+use super::strict_json::StrictValue;
 use super::{AppState, Error};
 use crate::domain::TenantId;
 use axum::body::Bytes;
@@ -44,10 +45,24 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
         })?;
         // Syntax first (400), then shape (422): a body that is not JSON at all is a different
         // mistake from JSON with a wrong member.
-        let mut value: Value = serde_json::from_slice(&bytes).map_err(|e| Error::BadRequest {
-            detail: format!("the body is not valid JSON: {e}"),
-            field: Some("body".into()),
-        })?;
+        let mut value = parse_strict(&bytes)?;
+        // Serde would read a JSON array positionally into a struct: the API takes objects only.
+        if !value.is_object() {
+            return Err(Error::unprocessable(
+                "body: must be a JSON object",
+                serde_json::json!({ "field": "body" }),
+            ));
+        }
+        if let Some(i) = value
+            .get("turns")
+            .and_then(Value::as_array)
+            .and_then(|t| t.iter().position(Value::is_array))
+        {
+            return Err(Error::unprocessable(
+                format!("turns[{i}]: must be a JSON object"),
+                serde_json::json!({ "field": format!("turns[{i}]") }),
+            ));
+        }
         integral_floats_to_integers(&mut value);
         serde_path_to_error::deserialize(value)
             .map(ApiJson)
@@ -59,6 +74,29 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
                     serde_json::json!({ "field": field }),
                 )
             })
+    }
+}
+
+/// Syntax errors are 400; a member given twice is 422 naming it.
+fn parse_strict(bytes: &[u8]) -> Result<Value, Error> {
+    let syntax = |e: serde_json::Error| Error::BadRequest {
+        detail: format!("the body is not valid JSON: {e}"),
+        field: Some("body".into()),
+    };
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match serde_path_to_error::deserialize(&mut de) {
+        Ok(StrictValue(value)) => {
+            de.end().map_err(syntax)?;
+            Ok(value)
+        }
+        Err(e) if e.inner().classify() == serde_json::error::Category::Data => {
+            let field = e.path().to_string();
+            Err(Error::unprocessable(
+                format!("{field}: {}", e.inner()),
+                serde_json::json!({ "field": field }),
+            ))
+        }
+        Err(e) => Err(syntax(e.into_inner())),
     }
 }
 
@@ -140,8 +178,10 @@ impl FromRequestParts<AppState> for Tenant {
             .headers
             .get(AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
+            // The scheme is case-insensitive (RFC 9110 §11.1).
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, key)| key.trim())
             .ok_or(Error::Unauthorized)?;
         let tenant = state
             .keys

@@ -8,6 +8,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod rate_limit;
 pub mod reconstruct_cache;
+mod strict_json;
 
 pub use error::{Error, Result};
 
