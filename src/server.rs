@@ -73,6 +73,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
     drain_timeout: Duration,
 ) -> std::io::Result<()> {
+    crate::http::metrics::spawn_upkeep();
     let draining = state.draining.clone();
     let (started_draining, drain_started) = tokio::sync::oneshot::channel::<()>();
     let server = axum::serve(listener, router(state))

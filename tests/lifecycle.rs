@@ -372,3 +372,41 @@ async fn keys_summaries_and_contents_never_reach_the_logs_at_info() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&log);
 }
+
+#[tokio::test]
+async fn a_sqlite_database_locked_by_another_writer_answers_503_then_recovers() {
+    use sqlx::Connection;
+    let dir = scratch_dir("locked");
+    let port = free_port();
+    let child = start(&dir, port, &[("GATEKEEPER_DB_ACQUIRE_TIMEOUT_SECS", "1")]).await;
+    // Another process's writer holds SQLite's write lock longer than the busy timeout.
+    let url = format!("sqlite://{}", dir.join("gatekeeper.db").display());
+    let mut other = sqlx::SqliteConnection::connect(&url).await.unwrap();
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    let client = reqwest::Client::new();
+    let append = |id: i64| {
+        client
+            .post(format!("http://127.0.0.1:{port}/v1/conversations/locked/turns"))
+            .json(&json!({ "turns": [{ "id": id, "role": "user", "content": "Is my flight HAT170 on time?" }] }))
+            .send()
+    };
+    let busy = append(0).await.unwrap();
+    assert_eq!(
+        busy.status(),
+        503,
+        "a locked database is a retryable 503, never a 500"
+    );
+    assert!(busy.headers().contains_key("retry-after"));
+    assert_eq!(busy.headers()["content-type"], "application/problem+json");
+    sqlx::query("ROLLBACK").execute(&mut other).await.unwrap();
+    assert_eq!(
+        append(0).await.unwrap().status(),
+        201,
+        "the retry with the same id succeeds"
+    );
+    drop(child);
+    let _ = std::fs::remove_dir_all(&dir);
+}

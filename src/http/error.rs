@@ -80,6 +80,9 @@ fn is_unavailable(e: &sqlx::Error) -> bool {
                 || code == "53300"
                 || code == "40001"
                 || code == "40P01"
+                // SQLite: BUSY and LOCKED, and their extended forms (another writer holds the
+                // database longer than the busy timeout).
+                || matches!(code.as_ref(), "5" | "6" | "261" | "262" | "517" | "773")
         }),
         _ => false,
     }

@@ -28,6 +28,22 @@ pub fn handle() -> PrometheusHandle {
         .clone()
 }
 
+/// Keeps the histograms bounded when nothing scrapes `/metrics`: the exporter only drains them
+/// on a render or an upkeep, so one task per process runs the upkeep every few seconds.
+pub fn spawn_upkeep() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let handle = handle();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(5));
+            loop {
+                tick.tick().await;
+                handle.run_upkeep();
+            }
+        });
+    });
+}
+
 /// Counts and times every request by route and status, and bounds its duration.
 pub async fn track(req: Request, next: Next, timeout: Duration) -> Response {
     let start = Instant::now();
