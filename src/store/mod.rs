@@ -2,6 +2,8 @@
 //! embedded SQLite implementation. Queries are checked at run time, so building never needs a
 //! database; each backend embeds its own migrations and applies them at start.
 
+#[macro_use]
+mod by_inherent_methods;
 mod postgres;
 mod sqlite;
 
