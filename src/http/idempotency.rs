@@ -2,7 +2,8 @@
 //! and changes nothing; the same key with another body is refused with 422.
 
 use super::Error;
-use crate::store::{IdempotencyClaim, StoredAnswer};
+use crate::domain::TenantId;
+use crate::store::{IdempotencyClaim, Storage, Store, StoredAnswer};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -79,4 +80,41 @@ pub fn replay(answer: StoredAnswer, fingerprint: &[u8; 32]) -> Result<Response, 
     );
     headers.insert(REPLAYED, HeaderValue::from_static("true"));
     Ok(response)
+}
+
+/// What an incoming POST's `Idempotency-Key` says before any work is done.
+pub enum Prior {
+    /// Go ahead; record the answer with this claim (none without a key).
+    Fresh(Option<IdempotencyClaim>),
+    /// The key was already answered: this is the answer (or a 422 for another body).
+    Answered(Response),
+}
+
+/// Reads the key, and only when there is one fingerprints the body and looks for its answer,
+/// so requests without a key pay nothing.
+pub async fn prior(
+    store: &Store,
+    tenant: &TenantId,
+    headers: &HeaderMap,
+    ttl: Duration,
+    (operation, conversation): (&str, &str),
+    body: &impl Serialize,
+) -> Result<Prior, Error> {
+    let Some(key) = IdempotencyKey::from_headers(headers)? else {
+        return Ok(Prior::Fresh(None));
+    };
+    let claim = key.claim(fingerprint(operation, conversation, body), ttl);
+    match store
+        .stored_answer(tenant, key.as_str(), claim.not_before)
+        .await?
+    {
+        Some(answer) => Ok(Prior::Answered(replay(answer, &claim.fingerprint)?)),
+        None => Ok(Prior::Fresh(Some(claim))),
+    }
+}
+
+/// The fingerprint a stored answer is compared with; a store only reports an earlier answer
+/// for a request that carried a claim, so without one nothing can match.
+pub fn claim_fingerprint(claim: Option<&IdempotencyClaim>) -> [u8; 32] {
+    claim.map_or([0; 32], |c| c.fingerprint)
 }

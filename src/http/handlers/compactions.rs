@@ -8,7 +8,7 @@ use crate::api::{
 use crate::coverage::{Outcome, Proposal, TurnStatus, Verdict};
 use crate::domain::{CompactionRequest, ConversationId, ExpectedCheckpoint};
 use crate::http::extract::{ApiJson, ApiPath, Tenant};
-use crate::http::idempotency::{IdempotencyKey, fingerprint, replay};
+use crate::http::idempotency::{Prior, claim_fingerprint, prior, replay};
 use crate::http::openapi::ProblemDoc;
 use crate::http::{AppState, Error, Result};
 use crate::store::{ProposeInput, ProposeResult, Storage};
@@ -49,18 +49,19 @@ pub async fn propose(
     ApiJson(body): ApiJson<CompactionRequestBody>,
 ) -> Result<Response> {
     let conversation = conversation_id(&conversation)?;
-    let key = IdempotencyKey::from_headers(&headers)?;
-    let fingerprint = fingerprint("propose", conversation.as_str(), &body);
-    if let Some(key) = &key {
-        let not_before = key.claim(fingerprint, state.idempotency_ttl).not_before;
-        if let Some(answer) = state
-            .store
-            .stored_answer(&tenant, key.as_str(), not_before)
-            .await?
-        {
-            return replay(answer, &fingerprint);
-        }
-    }
+    let claim = match prior(
+        &state.store,
+        &tenant,
+        &headers,
+        state.idempotency_ttl,
+        ("propose", conversation.as_str()),
+        &body,
+    )
+    .await?
+    {
+        Prior::Answered(response) => return Ok(response),
+        Prior::Fresh(claim) => claim,
+    };
     let request = CompactionRequest::parse(body)?;
     let tokens = state.tokens;
     let (request, summary_tokens) = cpu(move || {
@@ -86,13 +87,14 @@ pub async fn propose(
         expected: request.expected_checkpoint,
         dry_run: request.dry_run,
     };
-    let claim = key.map(|k| k.claim(fingerprint, state.idempotency_ttl));
     let (verdict, checkpoint_id) = match state
         .store
         .propose(&tenant, &conversation, input, claim.as_ref())
         .await?
     {
-        ProposeResult::AlreadyAnswered(answer) => return replay(answer, &fingerprint),
+        ProposeResult::AlreadyAnswered(answer) => {
+            return replay(answer, &claim_fingerprint(claim.as_ref()));
+        }
         ProposeResult::Decided {
             verdict,
             checkpoint_id,

@@ -9,7 +9,7 @@ use crate::coverage::Role;
 use crate::coverage::derive::{AnchorSource, derive_anchors};
 use crate::domain::{AppendRequest, NewTurn};
 use crate::http::extract::{ApiJson, ApiPath, Tenant};
-use crate::http::idempotency::{IdempotencyKey, fingerprint, replay};
+use crate::http::idempotency::{Prior, claim_fingerprint, prior, replay};
 use crate::http::openapi::ProblemDoc;
 use crate::http::{AppState, Error, Result};
 use crate::store::{AppendResult, Storage};
@@ -49,18 +49,19 @@ pub async fn append(
     ApiJson(body): ApiJson<AppendTurnsRequest>,
 ) -> Result<Response> {
     let conversation = conversation_id(&conversation)?;
-    let key = IdempotencyKey::from_headers(&headers)?;
-    let fingerprint = fingerprint("append", conversation.as_str(), &body);
-    if let Some(key) = &key {
-        let not_before = key.claim(fingerprint, state.idempotency_ttl).not_before;
-        if let Some(answer) = state
-            .store
-            .stored_answer(&tenant, key.as_str(), not_before)
-            .await?
-        {
-            return replay(answer, &fingerprint);
-        }
-    }
+    let claim = match prior(
+        &state.store,
+        &tenant,
+        &headers,
+        state.idempotency_ttl,
+        ("append", conversation.as_str()),
+        &body,
+    )
+    .await?
+    {
+        Prior::Answered(response) => return Ok(response),
+        Prior::Fresh(claim) => claim,
+    };
     let request = AppendRequest::parse(body, state.limits)?;
     let (tokens, anchor_count) = (state.tokens, state.anchor_count);
     let prepared = cpu(move || {
@@ -71,7 +72,6 @@ pub async fn append(
             .collect::<Vec<_>>()
     })
     .await?;
-    let claim = key.map(|k| k.claim(fingerprint, state.idempotency_ttl));
     let plan = match state
         .store
         .append(&tenant, &conversation, prepared, claim.as_ref())
@@ -79,7 +79,9 @@ pub async fn append(
     {
         AppendResult::Done(plan) => plan,
         AppendResult::Conflict(conflict) => return Err(conflict_error(conflict)),
-        AppendResult::AlreadyAnswered(answer) => return replay(answer, &fingerprint),
+        AppendResult::AlreadyAnswered(answer) => {
+            return replay(answer, &claim_fingerprint(claim.as_ref()));
+        }
     };
     let response = AppendTurnsResponse::from_plan(conversation.as_str(), &plan);
     metrics::counter!("gatekeeper_turns_appended_total").increment(response.appended);
