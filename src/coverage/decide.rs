@@ -174,16 +174,22 @@ pub fn decide(
     let truncated = !truncation_signals.is_empty();
 
     // Rule 2: one pass over the summary for every anchor of the range.
-    let mut set = AnchorSet::new();
-    let anchor_ids: Vec<Vec<AnchorId>> = turns
+    let mut set = AnchorSet::with_capacity(turns.iter().map(|t| t.anchors.len()).sum());
+    // Every turn's anchor ids, back to back (one allocation, not one per turn).
+    let anchor_ids: Vec<AnchorId> = turns
         .iter()
-        .map(|t| t.anchors.iter().map(|a| set.insert(a)).collect())
+        .flat_map(|t| &t.anchors)
+        .map(|a| set.insert(a))
         .collect();
     let found = set.find_first(&normalize(&proposal.summary));
+    let mut next = 0;
     let checks: Vec<AnchorCheck> = turns
         .iter()
-        .zip(&anchor_ids)
-        .map(|(t, ids)| check_anchors(t, ids, &found, policy.anchor_rule))
+        .map(|t| {
+            let ids = &anchor_ids[next..next + t.anchors.len()];
+            next += t.anchors.len();
+            check_anchors(t, ids, &found, policy.anchor_rule)
+        })
         .collect();
 
     let mut covered = IdRanges::new();
