@@ -74,6 +74,13 @@ pub async fn serve(
     drain_timeout: Duration,
 ) -> std::io::Result<()> {
     crate::http::metrics::spawn_upkeep();
+    // Stopped with the server (dropping the guard aborts it).
+    let _feed = state.reconstruct_cache.clone().map(|cache| {
+        let store = state.store.clone();
+        AbortOnDrop(tokio::spawn(async move {
+            store.follow_checkpoints(|event| cache.on_feed(event)).await;
+        }))
+    });
     let draining = state.draining.clone();
     let (started_draining, drain_started) = tokio::sync::oneshot::channel::<()>();
     let server = axum::serve(listener, router(state))
@@ -100,6 +107,14 @@ pub async fn serve(
             );
             Ok(())
         }
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

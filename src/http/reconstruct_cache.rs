@@ -2,16 +2,22 @@
 //!
 //! A turn never changes once logged, and neither does a checkpoint; what can change is which
 //! checkpoint decides a turn, and only by a newer checkpoint of its conversation. So an answer is
-//! keyed by (tenant, conversation, turn, the conversation's latest checkpoint id), and each
-//! request reads that id first (one primary-key read). Another process that adds a checkpoint
-//! moves the id, and every cached answer of the conversation stops matching: correct across
-//! processes, without invalidation messages.
+//! keyed by (tenant, conversation, turn, the conversation's latest checkpoint id).
+//!
+//! That id is known without a query while the store's checkpoint feed is up (Postgres: `LISTEN`
+//! on a trigger's `NOTIFY`): a reported checkpoint makes its conversation's id unknown, and the
+//! next request reads it again. While the feed is down (or on SQLite, which has none), every
+//! request reads the id first (one primary-key read). A checkpoint made by another process is
+//! seen once its notification arrives, a moment after its commit; until then the previous
+//! answer stands, which is still true: the raw turn, or an older checkpoint's summary.
 
 use crate::api::Source;
 use crate::domain::{ConversationId, TenantId};
+use crate::store::FeedEvent;
 use axum::body::Bytes;
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct AnswerKey {
@@ -38,17 +44,36 @@ impl Weighter<AnswerKey, CachedAnswer> for ByBytes {
     }
 }
 
+type ConversationKey = (TenantId, ConversationId);
+
+/// Conversations whose latest checkpoint id is remembered; past this, the least used are read
+/// again when asked for.
+const KNOWN_CONVERSATIONS: usize = 100_000;
+
 /// Bounded by bytes: summaries repeat in every answer they cover, so counting entries would not
 /// bound memory.
 pub struct ReconstructCache {
     answers: Cache<AnswerKey, CachedAnswer, ByBytes>,
+    /// Each conversation's latest checkpoint id (`None`: none yet), trusted only while `feed_up`.
+    latest: Cache<ConversationKey, Option<i64>>,
+    feed_up: AtomicBool,
+    /// Moves on every checkpoint reported and every change of the feed: a read of the latest id
+    /// that overlapped a move may be older than the move, so it is not remembered.
+    moves: AtomicU64,
 }
 
+/// Taken before reading a latest checkpoint id from the database; see [`ReconstructCache::learn`].
+#[derive(Debug, Clone, Copy)]
+pub struct ReadStarted(u64);
+
 impl ReconstructCache {
-    /// A cache of at most `max_bytes`; `None` when `max_bytes` is 0.
+    /// A cache of at most `max_bytes` of answers; `None` when `max_bytes` is 0.
     pub fn new(max_bytes: u64) -> Option<Self> {
         (max_bytes > 0).then(|| Self {
             answers: Cache::with_weighter((max_bytes / 1024).max(16) as usize, max_bytes, ByBytes),
+            latest: Cache::new(KNOWN_CONVERSATIONS),
+            feed_up: AtomicBool::new(false),
+            moves: AtomicU64::new(0),
         })
     }
 
@@ -58,5 +83,161 @@ impl ReconstructCache {
 
     pub fn insert(&self, key: AnswerKey, answer: CachedAnswer) {
         self.answers.insert(key, answer);
+    }
+
+    /// The conversation's latest checkpoint id, when it can be trusted without a query.
+    pub fn known_latest(&self, conversation: &ConversationKey) -> Option<Option<i64>> {
+        if !self.feed_up.load(SeqCst) {
+            return None;
+        }
+        self.latest.get(conversation)
+    }
+
+    /// Whether the feed is up, so known ids are trusted.
+    pub fn feed_is_up(&self) -> bool {
+        self.feed_up.load(SeqCst)
+    }
+
+    pub fn read_started(&self) -> ReadStarted {
+        ReadStarted(self.moves.load(SeqCst))
+    }
+
+    /// Remembers a latest checkpoint id read from the database, unless something moved while it
+    /// was read (then the next request reads it again).
+    pub fn learn(&self, conversation: ConversationKey, latest: Option<i64>, started: ReadStarted) {
+        if !self.feed_up.load(SeqCst) {
+            return;
+        }
+        self.latest.insert(conversation.clone(), latest);
+        // A move after `started` may have removed the entry before the insert above: undo it.
+        // A move after this check removes it itself.
+        if self.moves.load(SeqCst) != started.0 {
+            self.latest.remove(&conversation);
+        }
+    }
+
+    /// A checkpoint of this conversation committed (here, or reported by the feed).
+    pub fn checkpoint_committed(&self, conversation: &ConversationKey) {
+        self.moves.fetch_add(1, SeqCst);
+        self.latest.remove(conversation);
+    }
+
+    /// Applies what the store's checkpoint feed reports.
+    pub fn on_feed(&self, event: FeedEvent<'_>) {
+        match event {
+            FeedEvent::Checkpoint {
+                tenant,
+                conversation,
+            } => {
+                // A payload that is no valid id matches no cached key: nothing to forget.
+                if let (Ok(tenant), Ok(conversation)) =
+                    (TenantId::parse(tenant), ConversationId::parse(conversation))
+                {
+                    self.checkpoint_committed(&(tenant, conversation));
+                }
+            }
+            FeedEvent::Lost => {
+                self.feed_up.store(false, SeqCst);
+                self.forget_all();
+                metrics::gauge!("gatekeeper_checkpoint_feed_up").set(0.0);
+            }
+            FeedEvent::Connected => {
+                // Anything committed while the feed was down went unreported.
+                self.forget_all();
+                self.feed_up.store(true, SeqCst);
+                metrics::gauge!("gatekeeper_checkpoint_feed_up").set(1.0);
+                tracing::info!("checkpoint feed up: reconstruct answers served without a query");
+            }
+        }
+    }
+
+    fn forget_all(&self) {
+        self.moves.fetch_add(1, SeqCst);
+        self.latest.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conversation(name: &str) -> ConversationKey {
+        (TenantId::single(), ConversationId::parse(name).unwrap())
+    }
+
+    fn cache_with_feed_up() -> ReconstructCache {
+        let cache = ReconstructCache::new(1 << 20).unwrap();
+        cache.on_feed(FeedEvent::Connected);
+        cache
+    }
+
+    #[test]
+    fn no_id_is_trusted_before_the_feed_is_up() {
+        let cache = ReconstructCache::new(1 << 20).unwrap();
+        let started = cache.read_started();
+        cache.learn(conversation("c"), Some(1), started);
+        assert_eq!(cache.known_latest(&conversation("c")), None);
+    }
+
+    #[test]
+    fn an_id_read_while_nothing_moved_is_remembered() {
+        let cache = cache_with_feed_up();
+        let started = cache.read_started();
+        cache.learn(conversation("c"), Some(1), started);
+        assert_eq!(cache.known_latest(&conversation("c")), Some(Some(1)));
+    }
+
+    #[test]
+    fn an_id_read_across_a_reported_checkpoint_is_not_remembered() {
+        let cache = cache_with_feed_up();
+        let started = cache.read_started();
+        // The checkpoint's report arrives while the read is in flight (of any conversation:
+        // which one the read is older than cannot be told cheaply).
+        cache.on_feed(FeedEvent::Checkpoint {
+            tenant: "default",
+            conversation: "other",
+        });
+        cache.learn(conversation("c"), Some(1), started);
+        assert_eq!(cache.known_latest(&conversation("c")), None);
+    }
+
+    #[test]
+    fn a_reported_checkpoint_forgets_only_its_own_conversation() {
+        let cache = cache_with_feed_up();
+        for name in ["c", "d"] {
+            let started = cache.read_started();
+            cache.learn(conversation(name), Some(1), started);
+        }
+        cache.on_feed(FeedEvent::Checkpoint {
+            tenant: TenantId::single().as_str(),
+            conversation: "c",
+        });
+        assert_eq!(cache.known_latest(&conversation("c")), None);
+        assert_eq!(cache.known_latest(&conversation("d")), Some(Some(1)));
+    }
+
+    #[test]
+    fn a_lost_feed_forgets_every_id_until_it_is_back() {
+        let cache = cache_with_feed_up();
+        let started = cache.read_started();
+        cache.learn(conversation("c"), Some(1), started);
+        cache.on_feed(FeedEvent::Lost);
+        assert_eq!(cache.known_latest(&conversation("c")), None);
+        let started = cache.read_started();
+        cache.learn(conversation("c"), Some(2), started);
+        assert_eq!(
+            cache.known_latest(&conversation("c")),
+            None,
+            "not while down"
+        );
+        cache.on_feed(FeedEvent::Connected);
+        assert_eq!(
+            cache.known_latest(&conversation("c")),
+            None,
+            "nothing from before"
+        );
+        let started = cache.read_started();
+        cache.learn(conversation("c"), Some(2), started);
+        assert_eq!(cache.known_latest(&conversation("c")), Some(Some(2)));
     }
 }

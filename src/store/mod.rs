@@ -222,6 +222,21 @@ pub trait Storage: Send + Sync {
     ) -> impl Future<Output = R<Vec<(i64, Role, u32)>>> + Send;
 }
 
+/// What a store's checkpoint feed reports, for caches that must not outlive a checkpoint made
+/// by another process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FeedEvent<'a> {
+    /// Listening (again). Checkpoints made before this may have gone unreported.
+    Connected,
+    /// The feed broke; until the next `Connected`, checkpoints go unreported.
+    Lost,
+    /// A checkpoint of this conversation was committed.
+    Checkpoint {
+        tenant: &'a str,
+        conversation: &'a str,
+    },
+}
+
 /// The database in use, chosen by URL at start; the service and handlers only see this.
 #[derive(Clone, Debug)]
 pub enum Store {
@@ -282,6 +297,17 @@ impl Store {
         match self {
             Store::Postgres(_) => Backend::Postgres,
             Store::Sqlite(_) => Backend::Sqlite,
+        }
+    }
+}
+
+impl Store {
+    /// Reports checkpoints as they commit, in any process, until dropped. Returns at once, having
+    /// reported nothing, for a backend without a feed (SQLite): its callers keep checking.
+    pub async fn follow_checkpoints(&self, on: impl FnMut(FeedEvent<'_>) + Send) {
+        match self {
+            Store::Postgres(s) => s.follow_checkpoints(on).await,
+            Store::Sqlite(_) => {}
         }
     }
 }

@@ -9,6 +9,7 @@ mod auth;
 mod compactions;
 mod concurrency;
 mod context_plan;
+mod cross_process;
 mod errors;
 mod hostile;
 mod idempotency;

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
 /// Real turns with hand-set anchors `K{i}-{i}{i}{i}`; returns the contents.
-async fn setup(app: &TestApp, conversation: &str, n: usize) -> Vec<Value> {
+pub(crate) async fn setup(app: &TestApp, conversation: &str, n: usize) -> Vec<Value> {
     let turns: Vec<Value> = tau_turns(n)
         .into_iter()
         .enumerate()
@@ -35,7 +35,7 @@ fn summary_of(ids: &[i64]) -> String {
     format!("The agent handled {}.", anchors.join(", "))
 }
 
-fn propose_body(from: i64, to: i64, ids: &[i64]) -> Value {
+pub(crate) fn propose_body(from: i64, to: i64, ids: &[i64]) -> Value {
     json!({ "from": from, "to": to, "summary": summary_of(ids), "summary_budget": 5000 })
 }
 
@@ -505,55 +505,4 @@ async fn evidence_offsets_point_into_the_original_summary_when_normalisation_cha
         let slice: String = chars[start..end.min(chars.len())].iter().collect();
         assert_eq!(&slice, want, "turn {id}: {e}");
     }
-}
-
-#[tokio::test]
-async fn a_cached_answer_never_hides_a_checkpoint_made_through_another_process() {
-    let a = spawn_app().await;
-    let b = a.another_process().await;
-    setup(&a, "c", 4).await;
-    // B answers (and caches) turn 1 as live, then turn 3 as live.
-    for turn in [1, 3] {
-        let live = expect(b.reconstruct("c", turn).await, StatusCode::OK).await;
-        assert_eq!(live["source"], "live");
-        assert_eq!(
-            expect(b.reconstruct("c", turn).await, StatusCode::OK).await,
-            live,
-            "a repeat is the same answer"
-        );
-    }
-    // A checkpoint through A covers turn 1 and not turn 3.
-    expect(
-        a.propose("c", propose_body(0, 3, &[0, 1, 2])).await,
-        StatusCode::CREATED,
-    )
-    .await;
-    let covered = expect(b.reconstruct("c", 1).await, StatusCode::OK).await;
-    assert_eq!(
-        (
-            covered["source"].as_str(),
-            covered["checkpoint_id"].as_i64()
-        ),
-        (Some("summary"), Some(1))
-    );
-    let uncovered = expect(b.reconstruct("c", 3).await, StatusCode::OK).await;
-    assert_eq!(
-        (uncovered["source"].as_str(), uncovered["reason"].as_str()),
-        (Some("raw_log"), Some("anchor_missing"))
-    );
-    // A second checkpoint through B covers turn 3: A sees it at once too.
-    expect(a.reconstruct("c", 3).await, StatusCode::OK).await;
-    expect(
-        b.propose("c", propose_body(3, 3, &[3])).await,
-        StatusCode::CREATED,
-    )
-    .await;
-    let now_covered = expect(a.reconstruct("c", 3).await, StatusCode::OK).await;
-    assert_eq!(
-        (
-            now_covered["source"].as_str(),
-            now_covered["checkpoint_id"].as_i64()
-        ),
-        (Some("summary"), Some(2))
-    );
 }

@@ -5,6 +5,7 @@ pub use crate::test_db::TestDb;
 use gatekeeper::config::{ApiKeys, DecisionConfig};
 use gatekeeper::domain::Limits;
 use gatekeeper::http::AppState;
+use gatekeeper::http::reconstruct_cache::ReconstructCache;
 use gatekeeper::store::Store;
 use gatekeeper::tau_bench::{self, Conversation};
 use reqwest::{Response, StatusCode};
@@ -19,6 +20,8 @@ pub struct TestApp {
     /// Sent as the bearer key on every request, when set.
     pub key: Option<String>,
     pub store: Store,
+    /// This service's reconstruct answers, to see whether its checkpoint feed is up.
+    pub cache: Option<Arc<ReconstructCache>>,
     /// Keeps the test's database alive as long as any handle to the app.
     _db: Arc<TestDb>,
 }
@@ -68,6 +71,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     state.rate_limiter =
         gatekeeper::http::rate_limit::RateLimiter::new(options.rate_limit.0, options.rate_limit.1)
             .map(Arc::new);
+    let cache = state.reconstruct_cache.clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(gatekeeper::server::serve(
@@ -81,6 +85,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         client: reqwest::Client::new(),
         key: None,
         store: db.store.clone(),
+        cache,
         _db: Arc::new(db),
     }
 }
@@ -97,6 +102,7 @@ impl TestApp {
             32 * 1024 * 1024,
             Duration::from_secs(30),
         );
+        let cache = state.reconstruct_cache.clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(gatekeeper::server::serve(
@@ -107,8 +113,28 @@ impl TestApp {
         ));
         TestApp {
             base,
+            cache,
             ..self.clone()
         }
+    }
+
+    /// Waits (at most 10 s) until this service's checkpoint feed is up, on a backend that has
+    /// one; returns whether it is.
+    pub async fn feed_up(&self) -> bool {
+        if self.store.backend() != gatekeeper::store::Backend::Postgres {
+            return false;
+        }
+        let cache = self
+            .cache
+            .as_ref()
+            .expect("the answer cache is on by default");
+        for _ in 0..1000 {
+            if cache.feed_is_up() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the checkpoint feed did not come up within 10 s");
     }
 
     pub fn with_key(&self, key: &str) -> TestApp {

@@ -106,6 +106,10 @@ pub async fn propose(
         ProposeResult::NotInLog { missing } => return Err(Error::ids_not_in_log(&missing)),
         ProposeResult::Invalid(invalid) => return Err(invalid.into()),
     };
+    if let (Some(cache), Some(_)) = (state.reconstruct_cache.as_deref(), checkpoint_id) {
+        // This process answers from the new checkpoint at once; others once the feed tells them.
+        cache.checkpoint_committed(&(tenant.clone(), conversation.clone()));
+    }
     record(&conversation, checkpoint_id, &verdict, request.dry_run);
     let response = VerdictResponse {
         conversation: conversation.to_string(),

@@ -50,12 +50,21 @@ pub async fn reconstruct(
     // surface as 503 through `?`, never as a missing row.
     let cache = state.reconstruct_cache.as_deref();
     let key = match cache {
-        Some(_) => {
-            let latest = state
-                .store
-                .latest_checkpoint(&tenant, &conversation)
-                .await?
-                .ok_or_else(not_in_log)?;
+        Some(cache) => {
+            let conversation_key = (tenant.clone(), conversation.clone());
+            let latest = match cache.known_latest(&conversation_key) {
+                Some(latest) => latest,
+                None => {
+                    let started = cache.read_started();
+                    let latest = state
+                        .store
+                        .latest_checkpoint(&tenant, &conversation)
+                        .await?
+                        .ok_or_else(not_in_log)?;
+                    cache.learn(conversation_key, latest, started);
+                    latest
+                }
+            };
             Some(AnswerKey {
                 tenant: tenant.clone(),
                 conversation: conversation.clone(),

@@ -1,6 +1,7 @@
 //! The Postgres backend: for teams that share one gatekeeper database across many agents.
 
 mod checkpoints;
+mod feed;
 mod idempotency;
 mod reads;
 mod turns;
