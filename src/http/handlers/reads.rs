@@ -23,7 +23,7 @@ use std::collections::HashMap;
     path = "/v1/conversations/{conversation}/reconstruct/{turn}",
     tag = "reads",
     summary = "Get a turn back, never a false negative",
-    description = "The newest checkpoint whose [from, advanced_to] holds the turn decides: covered, the summary (with evidence); uncovered, the raw turn (with the reason); in no checkpoint, the raw turn (live). 404 means only that this tenant's log does not hold the turn; a database fault is 503.",
+    description = "The newest checkpoint whose [from, advanced_to] holds the turn decides: covered, the summary (with evidence); uncovered, the raw turn (with the reason); in no checkpoint, the raw turn (live). 404 means only that this tenant's log does not hold the turn; a database fault is 503. Through another service process than the one that made a checkpoint, answers reflect it once its notification arrives (Postgres; milliseconds), and until then stay as they were: still true, never a false negative.",
     params(("conversation" = String, Path, description = "Conversation id: 1 to 128 of A-Z a-z 0-9 . _ : - (not `.` or `..`)", pattern = r"^(?!\.{1,2}$)[A-Za-z0-9._:-]{1,128}$", example = "airline-0-0"), ("turn" = i64, Path, description = "Turn id")),
     responses(
         (status = 200, description = "The answer and where it came from", body = ReconstructResponse),
