@@ -355,3 +355,41 @@ async fn a_wrong_method_is_405_problem_json() {
     }
     assert_eq!(app.snapshot("c").await, before);
 }
+
+#[tokio::test]
+async fn a_body_large_enough_to_be_parsed_off_the_async_workers_is_judged_the_same() {
+    let app = spawn_app().await;
+    let before = seeded(&app).await;
+    let path = "/v1/conversations/c/turns";
+    // Over the 256 KiB at which bodies are parsed on the blocking pool.
+    let big = "REF ".repeat(80 * 1024);
+    let turn = format!(r#"{{"role": "user", "content": "{big}"}}"#);
+    let valid = format!(r#"{{"turns": [{turn}]}}"#);
+    let cases = [
+        (
+            valid[..valid.len() - 3].to_owned(),
+            StatusCode::BAD_REQUEST,
+            "body",
+        ),
+        (
+            format!(r#"{{"turns": [{turn}], "turns": [{turn}]}}"#),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "turns",
+        ),
+        (
+            format!(r#"{{"turns": [{{"role": "user", "content": "{big}", "tokens": "many"}}]}}"#),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "turns[0].tokens",
+        ),
+    ];
+    for (body, status, field) in cases {
+        let response = app.post_raw(path, "application/json", body).await;
+        assert_eq!(response.status(), status);
+        let problem: serde_json::Value = response.json().await.unwrap();
+        check_problem(&problem, status);
+        assert_eq!(problem["field"], field, "{problem}");
+    }
+    assert_eq!(app.snapshot("c").await, before, "nothing was written");
+    let response = app.post_raw(path, "application/json", valid).await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+}

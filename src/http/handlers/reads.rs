@@ -7,11 +7,10 @@ use crate::api::{
 use crate::coverage::{IdRanges, Role, locate};
 use crate::http::extract::{ApiPath, ApiQuery, Tenant};
 use crate::http::openapi::ProblemDoc;
-use crate::http::reconstruct_cache::{AnswerKey, CachedAnswer};
+use crate::http::reconstruct_cache::{self, Answer, AnswerKey};
 use crate::http::{AppState, Error, Result};
 use crate::store::{ContextCheckpoint, ContextTurn, ReconstructRow, Storage};
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
@@ -48,55 +47,43 @@ pub async fn reconstruct(
     };
     // A 404 here means exactly "this tenant's log does not hold the turn": database faults
     // surface as 503 through `?`, never as a missing row.
-    let cache = state.reconstruct_cache.as_deref();
-    let key = match cache {
-        Some(cache) => {
-            let conversation_key = (tenant.clone(), conversation.clone());
-            let latest = match cache.known_latest(&conversation_key) {
-                Some(latest) => latest,
-                None => {
-                    let started = cache.read_started();
-                    let latest = state
-                        .store
-                        .latest_checkpoint(&tenant, &conversation)
-                        .await?
-                        .ok_or_else(not_in_log)?;
-                    cache.learn(conversation_key, latest, started);
-                    latest
-                }
-            };
-            Some(AnswerKey {
-                tenant: tenant.clone(),
-                conversation: conversation.clone(),
-                turn,
-                latest_checkpoint: latest,
-            })
+    let read = || async {
+        let row = state
+            .store
+            .reconstruct(&tenant, &conversation, turn)
+            .await?;
+        Ok::<_, Error>(reconstruct_answer(turn, row.ok_or_else(not_in_log)?))
+    };
+    let Some(cache) = state.reconstruct_cache.as_deref() else {
+        return Ok(answer(reconstruct_cache::serialize(read().await?)));
+    };
+    let conversation_key = (tenant.clone(), conversation.clone());
+    let latest = match cache.known_latest(&conversation_key) {
+        Some(latest) => latest,
+        None => {
+            let started = cache.read_started();
+            let latest = state
+                .store
+                .latest_checkpoint(&tenant, &conversation)
+                .await?
+                .ok_or_else(not_in_log)?;
+            cache.learn(conversation_key, latest, started);
+            latest
         }
-        None => None,
     };
-    if let (Some(cache), Some(key)) = (cache, &key)
-        && let Some(hit) = cache.get(key)
-    {
-        return Ok(answer(hit));
-    }
-    let row = state
-        .store
-        .reconstruct(&tenant, &conversation, turn)
-        .await?
-        .ok_or_else(not_in_log)?;
-    let response = reconstruct_answer(turn, row);
-    let body = Bytes::from(serde_json::to_vec(&response).map_err(|e| Error::Internal(e.into()))?);
-    let fresh = CachedAnswer {
-        body,
-        source: response.source,
+    let key = AnswerKey {
+        tenant: tenant.clone(),
+        conversation: conversation.clone(),
+        turn,
+        latest_checkpoint: latest,
     };
-    if let (Some(cache), Some(key)) = (cache, key) {
-        cache.insert(key, fresh.clone());
+    match cache.get(key) {
+        Ok(hit) => Ok(answer(hit)),
+        Err(key) => Ok(answer(cache.keep(key, read().await?))),
     }
-    Ok(answer(fresh))
 }
 
-fn answer(answer: CachedAnswer) -> Response {
+fn answer(answer: Answer) -> Response {
     metrics::counter!("gatekeeper_reconstructions_total", "source" => answer.source.as_str())
         .increment(1);
     ([(CONTENT_TYPE, "application/json")], answer.body).into_response()

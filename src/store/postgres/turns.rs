@@ -52,7 +52,9 @@ impl PgStore {
             Err(conflict) => return Ok(AppendResult::Conflict(conflict)),
         };
         if !plan.new.is_empty() {
-            insert_turns(&mut tx, tenant, conversation, &plan.new).await?;
+            for chunk in in_chunks(&plan.new) {
+                insert_turns(&mut tx, tenant, conversation, chunk).await?;
+            }
             let added: i64 = plan.new.iter().map(|t| i64::from(t.tokens)).sum();
             sqlx::query(
                 "UPDATE conversations SET next_id = $3, total_tokens = total_tokens + $4 \
@@ -173,13 +175,39 @@ async fn load_turns(
     rows.iter().map(logged_turn).collect()
 }
 
+/// Content per INSERT, about. A connection keeps its largest message's buffer for as long as it
+/// lives, so one INSERT for a 10,000-turn batch left every pooled connection holding ~9 MB
+/// (heaptrack); chunks of this size bound that, for a round trip per MiB.
+const INSERT_CHUNK_BYTES: usize = 1 << 20;
+
+/// `turns` cut into runs of about [`INSERT_CHUNK_BYTES`] of content (a longer turn alone).
+fn in_chunks(turns: &[LoggedTurn]) -> impl Iterator<Item = &[LoggedTurn]> {
+    let mut rest = turns;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut bytes = 0;
+        let len = rest
+            .iter()
+            .position(|t| {
+                bytes += t.content.len();
+                bytes > INSERT_CHUNK_BYTES
+            })
+            .map_or(rest.len(), |i| i.max(1));
+        let (chunk, tail) = rest.split_at(len);
+        rest = tail;
+        Some(chunk)
+    })
+}
+
 async fn insert_turns(
     tx: &mut Transaction<'_, Postgres>,
     tenant: &TenantId,
     conversation: &ConversationId,
     turns: &[LoggedTurn],
 ) -> Result<(), sqlx::Error> {
-    // One multi-row INSERT over UNNEST: a round trip per batch, not per turn.
+    // One multi-row INSERT over UNNEST: a round trip per chunk, not per turn.
     let ids: Vec<i64> = turns.iter().map(|t| t.id).collect();
     let roles: Vec<&str> = turns.iter().map(|t| t.role.as_str()).collect();
     let contents: Vec<&[u8]> = turns.iter().map(|t| t.content.as_bytes()).collect();
@@ -215,4 +243,47 @@ fn logged_turn(row: &sqlx::postgres::PgRow) -> Result<LoggedTurn, sqlx::Error> {
         anchors,
         external_id: row.try_get("external_id")?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coverage::Role;
+
+    fn turns(sizes: &[usize]) -> Vec<LoggedTurn> {
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &size)| LoggedTurn {
+                id: i as i64,
+                role: Role::User,
+                content: "x".repeat(size),
+                tokens: 1,
+                anchors: vec![],
+                external_id: None,
+            })
+            .collect()
+    }
+
+    fn chunk_ids(turns: &[LoggedTurn]) -> Vec<Vec<i64>> {
+        in_chunks(turns)
+            .map(|c| c.iter().map(|t| t.id).collect())
+            .collect()
+    }
+
+    #[test]
+    fn chunks_hold_every_turn_once_in_order_and_about_a_mebibyte_each() {
+        let half = INSERT_CHUNK_BYTES / 2;
+        assert_eq!(chunk_ids(&turns(&[])), Vec::<Vec<i64>>::new());
+        assert_eq!(chunk_ids(&turns(&[10, 10, 10])), vec![vec![0, 1, 2]]);
+        assert_eq!(
+            chunk_ids(&turns(&[half, half, half, half, 1])),
+            vec![vec![0, 1], vec![2, 3], vec![4]]
+        );
+        // A turn larger than a chunk goes alone.
+        assert_eq!(
+            chunk_ids(&turns(&[10, 3 * INSERT_CHUNK_BYTES, 10])),
+            vec![vec![0], vec![1], vec![2]]
+        );
+    }
 }

@@ -11,38 +11,16 @@
 //! seen once its notification arrives, a moment after its commit; until then the previous
 //! answer stands, which is still true: the raw turn, or an older checkpoint's summary.
 
-use crate::api::Source;
+mod answers;
+
+pub use answers::{Answer, AnswerKey, serialize};
+
+use crate::api::ReconstructResponse;
 use crate::domain::{ConversationId, TenantId};
 use crate::store::FeedEvent;
-use axum::body::Bytes;
-use quick_cache::Weighter;
+use answers::Answers;
 use quick_cache::sync::Cache;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct AnswerKey {
-    pub tenant: TenantId,
-    pub conversation: ConversationId,
-    pub turn: i64,
-    pub latest_checkpoint: Option<i64>,
-}
-
-/// The serialized answer, ready to send, and where it came from (for the metrics).
-#[derive(Debug, Clone)]
-pub struct CachedAnswer {
-    pub body: Bytes,
-    pub source: Source,
-}
-
-#[derive(Debug, Clone)]
-struct ByBytes;
-
-impl Weighter<AnswerKey, CachedAnswer> for ByBytes {
-    fn weight(&self, key: &AnswerKey, answer: &CachedAnswer) -> u64 {
-        (answer.body.len() + key.conversation.as_str().len() + key.tenant.as_str().len() + 64)
-            as u64
-    }
-}
 
 type ConversationKey = (TenantId, ConversationId);
 
@@ -50,10 +28,9 @@ type ConversationKey = (TenantId, ConversationId);
 /// again when asked for.
 const KNOWN_CONVERSATIONS: usize = 100_000;
 
-/// Bounded by bytes: summaries repeat in every answer they cover, so counting entries would not
-/// bound memory.
 pub struct ReconstructCache {
-    answers: Cache<AnswerKey, CachedAnswer, ByBytes>,
+    /// Bounded by bytes: answers differ in size by orders of magnitude.
+    answers: Answers,
     /// Each conversation's latest checkpoint id (`None`: none yet), trusted only while `feed_up`.
     latest: Cache<ConversationKey, Option<i64>>,
     feed_up: AtomicBool,
@@ -70,19 +47,21 @@ impl ReconstructCache {
     /// A cache of at most `max_bytes` of answers; `None` when `max_bytes` is 0.
     pub fn new(max_bytes: u64) -> Option<Self> {
         (max_bytes > 0).then(|| Self {
-            answers: Cache::with_weighter((max_bytes / 1024).max(16) as usize, max_bytes, ByBytes),
+            answers: Answers::new(max_bytes),
             latest: Cache::new(KNOWN_CONVERSATIONS),
             feed_up: AtomicBool::new(false),
             moves: AtomicU64::new(0),
         })
     }
 
-    pub fn get(&self, key: &AnswerKey) -> Option<CachedAnswer> {
+    /// The answer, or its key back when it is not kept.
+    pub fn get(&self, key: AnswerKey) -> Result<Answer, AnswerKey> {
         self.answers.get(key)
     }
 
-    pub fn insert(&self, key: AnswerKey, answer: CachedAnswer) {
-        self.answers.insert(key, answer);
+    /// Keeps the answer and returns it serialized.
+    pub fn keep(&self, key: AnswerKey, response: ReconstructResponse) -> Answer {
+        self.answers.keep(key, response)
     }
 
     /// The conversation's latest checkpoint id, when it can be trusted without a query.
