@@ -43,10 +43,10 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
                 },
             }
         })?;
-        // Parsed here, on the async worker, even when large (a 10,000-turn batch takes ~20 ms):
-        // parsing it on the blocking pool instead grew the service's RSS by ~35 MiB over six
-        // such batches (glibc gives each thread its own arena) and made no measurable
-        // difference to other requests' latency (docs/performance.md, the stall line).
+        // Parsed here, on the async worker, even when large: parsing on the blocking pool
+        // instead grew the service's RSS by ~35 MiB over six 10,000-turn batches (glibc gives
+        // each thread its own arena) and made no measurable difference to other requests'
+        // latency (docs/performance.md, the stall line).
         parse_body(&bytes)
     }
 }
