@@ -77,9 +77,9 @@ pub async fn reconstruct(
         turn,
         latest_checkpoint: latest,
     };
-    match cache.get(key) {
-        Ok(hit) => Ok(answer(hit)),
-        Err(key) => Ok(answer(cache.keep(key, read().await?))),
+    match cache.get(&key) {
+        Some(hit) => Ok(answer(hit)),
+        None => Ok(answer(cache.keep(key, read().await?))),
     }
 }
 

@@ -5,8 +5,9 @@
 use crate::api::{ReconstructResponse, Source};
 use crate::domain::{ConversationId, TenantId};
 use axum::body::Bytes;
-use quick_cache::Weighter;
 use quick_cache::sync::Cache;
+use quick_cache::{Equivalent, Weighter};
+use std::hash::{Hash, Hasher};
 
 /// What an answer is keyed by: nothing in it can change once written.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -24,14 +25,51 @@ pub struct Answer {
     pub source: Source,
 }
 
+/// A checkpoint's summary, shared by the answers that quote it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct SummaryKey {
+    tenant: TenantId,
+    conversation: ConversationId,
+    checkpoint_id: i64,
+}
+
+/// [`SummaryKey`] borrowed, to look one up without copying its strings; same fields, same hash.
+#[derive(Hash)]
+struct SummaryKeyRef<'a> {
+    tenant: &'a TenantId,
+    conversation: &'a ConversationId,
+    checkpoint_id: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Key {
     Answer(AnswerKey),
-    Summary {
-        tenant: TenantId,
-        conversation: ConversationId,
-        checkpoint_id: i64,
-    },
+    Summary(SummaryKey),
+}
+
+// Each variant hashes as its inner key alone, so an `AnswerKey` or a `SummaryKeyRef` looks an
+// entry up directly (see the `Equivalent` impls).
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match self {
+            Key::Answer(key) => key.hash(state),
+            Key::Summary(key) => key.hash(state),
+        }
+    }
+}
+
+impl Equivalent<Key> for AnswerKey {
+    fn equivalent(&self, key: &Key) -> bool {
+        matches!(key, Key::Answer(k) if k == self)
+    }
+}
+
+impl Equivalent<Key> for SummaryKeyRef<'_> {
+    fn equivalent(&self, key: &Key) -> bool {
+        matches!(key, Key::Summary(k) if &k.tenant == self.tenant
+            && &k.conversation == self.conversation
+            && k.checkpoint_id == self.checkpoint_id)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -45,10 +83,8 @@ enum Value {
 #[derive(Debug, Clone)]
 struct Stored {
     json: Bytes,
-    /// Where the summary of `checkpoint_id` goes in `json` (the value of `text`), when it was
-    /// left out.
-    summary_at: Option<usize>,
-    checkpoint_id: Option<i64>,
+    /// Where in `json` the summary of which checkpoint goes, when it was left out.
+    summary: Option<(usize, i64)>,
     source: Source,
 }
 
@@ -64,11 +100,7 @@ impl Weighter<Key, Value> for ByBytes {
     fn weight(&self, key: &Key, value: &Value) -> u64 {
         let key_bytes = match key {
             Key::Answer(k) => k.tenant.as_str().len() + k.conversation.as_str().len(),
-            Key::Summary {
-                tenant,
-                conversation,
-                ..
-            } => tenant.as_str().len() + conversation.as_str().len(),
+            Key::Summary(k) => k.tenant.as_str().len() + k.conversation.as_str().len(),
         };
         let value_bytes = match value {
             Value::Answer(stored) => stored.json.len(),
@@ -91,24 +123,26 @@ impl Answers {
         }
     }
 
-    pub fn get(&self, key: AnswerKey) -> Result<Answer, AnswerKey> {
-        let key = Key::Answer(key);
-        let Some(Value::Answer(stored)) = self.cache.get(&key) else {
-            return Err(into_answer_key(key));
+    pub fn get(&self, key: &AnswerKey) -> Option<Answer> {
+        let Some(Value::Answer(stored)) = self.cache.get(key) else {
+            return None;
         };
-        let key = into_answer_key(key);
-        let body = match (stored.summary_at, stored.checkpoint_id) {
-            (None, _) => stored.json,
-            (Some(at), Some(checkpoint_id)) => {
-                match self.cache.get(&summary_key(&key, checkpoint_id)) {
-                    Some(Value::Summary(summary)) => insert_at(&stored.json, at, &summary),
-                    // The summary was evicted first: read the answer again.
-                    _ => return Err(key),
-                }
+        let body = match stored.summary {
+            None => stored.json,
+            Some((at, checkpoint_id)) => {
+                let summary = SummaryKeyRef {
+                    tenant: &key.tenant,
+                    conversation: &key.conversation,
+                    checkpoint_id,
+                };
+                // Evicted before the answer: a miss, and the answer is read again.
+                let Some(Value::Summary(summary)) = self.cache.get(&summary) else {
+                    return None;
+                };
+                insert_at(&stored.json, at, &summary)
             }
-            (Some(_), None) => return Err(key),
         };
-        Ok(Answer {
+        Some(Answer {
             body,
             source: stored.source,
         })
@@ -118,35 +152,38 @@ impl Answers {
     /// answers) and returns it serialized.
     pub fn keep(&self, key: AnswerKey, response: ReconstructResponse) -> Answer {
         let source = response.source;
-        match (source, response.checkpoint_id) {
+        let (answer, stored) = match (source, response.checkpoint_id) {
             (Source::Summary, Some(checkpoint_id)) => {
                 let (json, at, summary) = without_text(response);
+                let summary_key = SummaryKey {
+                    tenant: key.tenant.clone(),
+                    conversation: key.conversation.clone(),
+                    checkpoint_id,
+                };
                 let body = insert_at(&json, at, &summary);
-                let summary_key = summary_key(&key, checkpoint_id);
-                if self.cache.get(&summary_key).is_none() {
-                    self.cache.insert(summary_key, Value::Summary(summary));
+                if self.cache.get(&Key::Summary(summary_key.clone())).is_none() {
+                    self.cache
+                        .insert(Key::Summary(summary_key), Value::Summary(summary));
                 }
                 let stored = Stored {
                     json,
-                    summary_at: Some(at),
-                    checkpoint_id: Some(checkpoint_id),
+                    summary: Some((at, checkpoint_id)),
                     source,
                 };
-                self.cache.insert(Key::Answer(key), Value::Answer(stored));
-                Answer { body, source }
+                (Answer { body, source }, stored)
             }
-            (_, checkpoint_id) => {
+            _ => {
                 let answer = serialize(response);
                 let stored = Stored {
                     json: answer.body.clone(),
-                    summary_at: None,
-                    checkpoint_id,
+                    summary: None,
                     source,
                 };
-                self.cache.insert(Key::Answer(key), Value::Answer(stored));
-                answer
+                (answer, stored)
             }
-        }
+        };
+        self.cache.insert(Key::Answer(key), Value::Answer(stored));
+        answer
     }
 }
 
@@ -156,21 +193,6 @@ pub fn serialize(response: ReconstructResponse) -> Answer {
     Answer {
         body: exact(serde_json::to_vec(&response).expect("an answer always serializes")),
         source,
-    }
-}
-
-fn into_answer_key(key: Key) -> AnswerKey {
-    match key {
-        Key::Answer(key) => key,
-        Key::Summary { .. } => unreachable!("only answer keys are looked up by turn"),
-    }
-}
-
-fn summary_key(key: &AnswerKey, checkpoint_id: i64) -> Key {
-    Key::Summary {
-        tenant: key.tenant.clone(),
-        conversation: key.conversation.clone(),
-        checkpoint_id,
     }
 }
 
@@ -257,7 +279,7 @@ mod tests {
             let turn = response.turn;
             let plain = serde_json::to_vec(&response).unwrap();
             let kept = answers.keep(key(turn), response.clone());
-            let again = answers.get(key(turn)).expect("kept");
+            let again = answers.get(&key(turn)).expect("kept");
             assert_eq!(parsed(&kept), response);
             assert_eq!(again.body, kept.body);
             assert_eq!(plain, kept.body, "the same bytes as serializing it whole");
@@ -272,7 +294,7 @@ mod tests {
             answers.keep(key(turn), summary_answer(turn, &summary));
         }
         for turn in 0..50 {
-            assert_eq!(parsed(&answers.get(key(turn)).unwrap()).text, summary);
+            assert_eq!(parsed(&answers.get(&key(turn)).unwrap()).text, summary);
         }
         // 50 copies would be 500 KB; one copy and 50 small heads are far less.
         assert!(
@@ -286,7 +308,12 @@ mod tests {
     fn an_answer_whose_summary_was_evicted_is_a_miss_not_a_wrong_answer() {
         let answers = Answers::new(1 << 20);
         answers.keep(key(0), summary_answer(0, "kept once"));
-        answers.cache.remove(&summary_key(&key(0), 1));
-        assert!(answers.get(key(0)).is_err());
+        let summary = SummaryKeyRef {
+            tenant: &TenantId::single(),
+            conversation: &ConversationId::parse("c").unwrap(),
+            checkpoint_id: 1,
+        };
+        assert!(answers.cache.remove(&summary).is_some());
+        assert!(answers.get(&key(0)).is_none());
     }
 }

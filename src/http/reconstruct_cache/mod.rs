@@ -54,8 +54,7 @@ impl ReconstructCache {
         })
     }
 
-    /// The answer, or its key back when it is not kept.
-    pub fn get(&self, key: AnswerKey) -> Result<Answer, AnswerKey> {
+    pub fn get(&self, key: &AnswerKey) -> Option<Answer> {
         self.answers.get(key)
     }
 
