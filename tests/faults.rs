@@ -710,8 +710,12 @@ const WRITERS: usize = 6;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    /// A writer's append or reconstruct.
+    /// A writer's append.
     Client,
+    /// A writer's reconstruct: it may be answered from the service's memory without the
+    /// database (a cached answer, while the checkpoint feed has not yet seen the outage), so
+    /// its successes do not say the database is back.
+    Reconstruct,
     /// A steady probe of a data route (`GET /v1/conversations/{c}`), every 50 ms.
     Data,
     /// `GET /readyz`, every 100 ms.
@@ -737,6 +741,11 @@ impl Event {
 
     /// A request to the service's API (not a probe of readiness or of the database).
     fn api(&self) -> bool {
+        matches!(self.kind, Kind::Client | Kind::Reconstruct | Kind::Data)
+    }
+
+    /// A request the service can only answer through the database.
+    fn needs_database(&self) -> bool {
         matches!(self.kind, Kind::Client | Kind::Data)
     }
 }
@@ -863,11 +872,11 @@ impl Writer {
         let sent = ledger.now();
         match get(http, &url).await {
             Err(e) => {
-                ledger.record(sent, 0, Kind::Client);
+                ledger.record(sent, 0, Kind::Reconstruct);
                 ledger.violations.push(format!("{what}: no answer: {e}"));
             }
             Ok(a) => {
-                ledger.record(sent, a.status, Kind::Client);
+                ledger.record(sent, a.status, Kind::Reconstruct);
                 match a.status {
                     200 => {
                         if a.body["text"].as_str() != Some(tau()[i].content.as_str())
@@ -1001,7 +1010,7 @@ fn recovery(events: &[Event], t0: f64) -> Recovery {
         .min_by(f64::total_cmp);
     let since = outage_began.unwrap_or(t0);
     let recovered = data()
-        .filter(|e| e.ok() && e.sent >= since)
+        .filter(|e| e.needs_database() && e.ok() && e.sent >= since)
         .map(|e| e.received)
         .min_by(f64::total_cmp);
     Recovery {
