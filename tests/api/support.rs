@@ -71,6 +71,19 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     state.rate_limiter =
         gatekeeper::http::rate_limit::RateLimiter::new(options.rate_limit.0, options.rate_limit.1)
             .map(Arc::new);
+    let (base, cache) = serve_on_port_0(state).await;
+    TestApp {
+        base,
+        client: reqwest::Client::new(),
+        key: None,
+        store: db.store.clone(),
+        cache,
+        _db: Arc::new(db),
+    }
+}
+
+/// Serves `state` on a free loopback port until the test ends; its base URL and answer cache.
+async fn serve_on_port_0(state: AppState) -> (String, Option<Arc<ReconstructCache>>) {
     let cache = state.reconstruct_cache.clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -80,14 +93,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         std::future::pending(),
         Duration::from_secs(5),
     ));
-    TestApp {
-        base,
-        client: reqwest::Client::new(),
-        key: None,
-        store: db.store.clone(),
-        cache,
-        _db: Arc::new(db),
-    }
+    (base, cache)
 }
 
 impl TestApp {
@@ -102,15 +108,7 @@ impl TestApp {
             32 * 1024 * 1024,
             Duration::from_secs(30),
         );
-        let cache = state.reconstruct_cache.clone();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(gatekeeper::server::serve(
-            listener,
-            state,
-            std::future::pending(),
-            Duration::from_secs(5),
-        ));
+        let (base, cache) = serve_on_port_0(state).await;
         TestApp {
             base,
             cache,

@@ -67,13 +67,14 @@ pub async fn reconstruct(
                 .latest_checkpoint(&tenant, &conversation)
                 .await?
                 .ok_or_else(not_in_log)?;
-            cache.learn(conversation_key, latest, started);
+            cache.learn(&conversation_key, latest, started);
             latest
         }
     };
+    let (tenant, conversation) = conversation_key;
     let key = AnswerKey {
-        tenant: tenant.clone(),
-        conversation: conversation.clone(),
+        tenant,
+        conversation,
         turn,
         latest_checkpoint: latest,
     };

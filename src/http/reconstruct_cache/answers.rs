@@ -155,13 +155,18 @@ impl Answers {
         let (answer, stored) = match (source, response.checkpoint_id) {
             (Source::Summary, Some(checkpoint_id)) => {
                 let (json, at, summary) = without_text(response);
-                let summary_key = SummaryKey {
-                    tenant: key.tenant.clone(),
-                    conversation: key.conversation.clone(),
+                let body = insert_at(&json, at, &summary);
+                let kept = SummaryKeyRef {
+                    tenant: &key.tenant,
+                    conversation: &key.conversation,
                     checkpoint_id,
                 };
-                let body = insert_at(&json, at, &summary);
-                if self.cache.get(&Key::Summary(summary_key.clone())).is_none() {
+                if self.cache.get(&kept).is_none() {
+                    let summary_key = SummaryKey {
+                        tenant: key.tenant.clone(),
+                        conversation: key.conversation.clone(),
+                        checkpoint_id,
+                    };
                     self.cache
                         .insert(Key::Summary(summary_key), Value::Summary(summary));
                 }

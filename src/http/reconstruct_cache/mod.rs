@@ -82,7 +82,7 @@ impl ReconstructCache {
 
     /// Remembers a latest checkpoint id read from the database, unless something moved while it
     /// was read (then the next request reads it again).
-    pub fn learn(&self, conversation: ConversationKey, latest: Option<i64>, started: ReadStarted) {
+    pub fn learn(&self, conversation: &ConversationKey, latest: Option<i64>, started: ReadStarted) {
         if !self.feed_up.load(SeqCst) {
             return;
         }
@@ -90,7 +90,7 @@ impl ReconstructCache {
         // A move after `started` may have removed the entry before the insert above: undo it.
         // A move after this check removes it itself.
         if self.moves.load(SeqCst) != started.0 {
-            self.latest.remove(&conversation);
+            self.latest.remove(conversation);
         }
     }
 
@@ -153,7 +153,7 @@ mod tests {
     fn no_id_is_trusted_before_the_feed_is_up() {
         let cache = ReconstructCache::new(1 << 20).unwrap();
         let started = cache.read_started();
-        cache.learn(conversation("c"), Some(1), started);
+        cache.learn(&conversation("c"), Some(1), started);
         assert_eq!(cache.known_latest(&conversation("c")), None);
     }
 
@@ -161,7 +161,7 @@ mod tests {
     fn an_id_read_while_nothing_moved_is_remembered() {
         let cache = cache_with_feed_up();
         let started = cache.read_started();
-        cache.learn(conversation("c"), Some(1), started);
+        cache.learn(&conversation("c"), Some(1), started);
         assert_eq!(cache.known_latest(&conversation("c")), Some(Some(1)));
     }
 
@@ -175,7 +175,7 @@ mod tests {
             tenant: "default",
             conversation: "other",
         });
-        cache.learn(conversation("c"), Some(1), started);
+        cache.learn(&conversation("c"), Some(1), started);
         assert_eq!(cache.known_latest(&conversation("c")), None);
     }
 
@@ -184,7 +184,7 @@ mod tests {
         let cache = cache_with_feed_up();
         for name in ["c", "d"] {
             let started = cache.read_started();
-            cache.learn(conversation(name), Some(1), started);
+            cache.learn(&conversation(name), Some(1), started);
         }
         cache.on_feed(FeedEvent::Checkpoint {
             tenant: TenantId::single().as_str(),
@@ -198,11 +198,11 @@ mod tests {
     fn a_lost_feed_forgets_every_id_until_it_is_back() {
         let cache = cache_with_feed_up();
         let started = cache.read_started();
-        cache.learn(conversation("c"), Some(1), started);
+        cache.learn(&conversation("c"), Some(1), started);
         cache.on_feed(FeedEvent::Lost);
         assert_eq!(cache.known_latest(&conversation("c")), None);
         let started = cache.read_started();
-        cache.learn(conversation("c"), Some(2), started);
+        cache.learn(&conversation("c"), Some(2), started);
         assert_eq!(
             cache.known_latest(&conversation("c")),
             None,
@@ -215,7 +215,7 @@ mod tests {
             "nothing from before"
         );
         let started = cache.read_started();
-        cache.learn(conversation("c"), Some(2), started);
+        cache.learn(&conversation("c"), Some(2), started);
         assert_eq!(cache.known_latest(&conversation("c")), Some(Some(2)));
     }
 }
