@@ -3,7 +3,10 @@
 //! JSON, snake_case. Requests reject unknown fields, so a misspelled `consumed` can never turn
 //! a reported proposal into an unreported one.
 
-use crate::coverage::{Evidence, IdRange, IdRanges, Mode, Outcome, Reason, Role, Verdict};
+use crate::coverage::{
+    AnchorEvidence, Evidence, IdRange, IdRanges, Mode, Outcome, Reason, Role, Verdict,
+};
+pub use crate::plan::{Advice, AdviceReason};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -40,6 +43,11 @@ pub struct AppendTurn {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Label>)]
     pub external_id: Option<String>,
+    /// A pending tool call, a standing instruction, a user constraint: a pinned turn is never
+    /// covered by any summary, so it is always answered from the raw log and kept verbatim in
+    /// the working context. Unpin it with `PATCH .../turns/{id}`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -60,8 +68,30 @@ pub struct AppendTurnsResponse {
 pub struct AppendedTurn {
     pub id: i64,
     pub tokens: u32,
-    /// What the summary must preserve for this turn to count as covered.
+    /// The anchors the client sent, or the provisional derived ones: what is rarest in the turn
+    /// so far. The decision checks derived anchors per range (rule 2b), so ask
+    /// `compaction-plan` for the ones a given range needs.
     pub anchors: Vec<String>,
+}
+
+/// Who chose a turn's anchors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AnchorOrigin {
+    /// The client sent them: authoritative.
+    Given,
+    /// The service derived them from the content.
+    Derived,
+}
+
+impl AnchorOrigin {
+    pub fn of(given: bool) -> Self {
+        if given {
+            AnchorOrigin::Given
+        } else {
+            AnchorOrigin::Derived
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -70,9 +100,21 @@ pub struct TurnResponse {
     pub role: Role,
     pub content: String,
     pub tokens: u32,
+    /// The client's anchors, or the provisional derived ones.
     pub anchors: Vec<String>,
+    pub anchor_origin: AnchorOrigin,
+    pub pinned: bool,
     pub external_id: Option<String>,
     pub created_at: DateTime<Utc>,
+}
+
+/// `PATCH .../turns/{id}`: pin or unpin a turn.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"pinned": false}))]
+pub struct TurnPatch {
+    /// `false` lets later summaries cover the turn; `true` keeps every later one from it.
+    pub pinned: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -224,7 +266,7 @@ pub struct ReconstructResponse {
     pub role: Role,
     /// Why a spanning checkpoint does not cover the turn (only for `raw_log`).
     pub reason: Option<Reason>,
-    /// Where each of the turn's anchors occurs in the summary (only for `summary`).
+    /// Where each anchor that decided the turn occurs in the summary (only for `summary`).
     pub evidence: Vec<Evidence>,
 }
 
@@ -262,7 +304,16 @@ pub enum ContextItem {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[schema(example = json!({"from": 0, "to": 2, "prefix_tokens": 51, "required_budget": 11, "summary_budget": 64}))]
+#[schema(example = json!({"from": 0, "to": 2, "prefix_tokens": 320, "required_budget": 64, "summary_budget": 64,
+    "anchor_tokens": 9, "advice": "compact", "advice_reason": "fits", "recent_rejections": 0, "worthwhile_tokens": 128,
+    "turns": [
+        {"id": 0, "anchors": ["Seattle", "York", "May"], "anchor_origin": "derived", "unanchored": null,
+         "evidence": [{"anchor": "Seattle", "turns_sharing": 1}, {"anchor": "York", "turns_sharing": 1}, {"anchor": "May", "turns_sharing": 1}]},
+        {"id": 1, "anchors": ["assist", "provide", "booking"], "anchor_origin": "derived", "unanchored": null,
+         "evidence": [{"anchor": "assist", "turns_sharing": 1}, {"anchor": "provide", "turns_sharing": 1}, {"anchor": "booking", "turns_sharing": 1}]},
+        {"id": 2, "anchors": ["mia_li_3668"], "anchor_origin": "derived", "unanchored": null,
+         "evidence": [{"anchor": "mia_li_3668", "turns_sharing": 1}]}
+    ]}))]
 pub struct CompactionPlanResponse {
     pub from: i64,
     /// The largest `to` whose range fits the budget; `null` when not even `from` fits.
@@ -270,6 +321,38 @@ pub struct CompactionPlanResponse {
     pub prefix_tokens: u64,
     pub required_budget: u64,
     pub summary_budget: i64,
+    /// Tokens the range's anchors take written out, a separator each. `to` is also held back so
+    /// that they take at most half the budget: a summary needs room around them.
+    pub anchor_tokens: u64,
+    /// What to do now: `compact` this range, `raise_budget` (not even `from` fits), or `wait`
+    /// (the range is too small to be worth a summary, or the last proposals from `from` were
+    /// rejected).
+    pub advice: Advice,
+    pub advice_reason: AdviceReason,
+    /// Proposals from this `from` rejected in a row (dry runs aside); 3 or more advise `wait`.
+    pub recent_rejections: u32,
+    /// A range is worth a summary from this many tokens: twice the summary budget.
+    pub worthwhile_tokens: u64,
+    /// For each turn of `[from, to]`: what the summary must hold for the decision to count it
+    /// covered, exactly as the decision will check it for this range.
+    pub turns: Vec<PlannedTurn>,
+}
+
+/// One turn of a planned range and what the decision will check for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct PlannedTurn {
+    pub id: i64,
+    /// The anchors the summary must hold (all of them, or under the `any` rule one that only
+    /// this turn holds), best first: the client's, or rule 2b's for this range.
+    pub anchors: Vec<String>,
+    pub anchor_origin: AnchorOrigin,
+    /// Why no anchor can cover the turn: `pinned` (never covered) or `no_anchors` (covered only
+    /// through a coverage report of an untruncated summary).
+    pub unanchored: Option<Reason>,
+    /// For derived anchors: each with the number of turns of the range that hold it (1: the
+    /// turn's own).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<AnchorEvidence>,
 }
 
 /// The answer of `/healthz` and `/readyz`.
@@ -321,10 +404,11 @@ impl utoipa::ToSchema for Label {}
 impl AppendTurnsResponse {
     /// The answer to an append: new and replayed turns alike, in id order, so a retried batch
     /// gets the answer the first try got.
-    pub fn from_plan(conversation: &str, plan: &crate::append::AppendPlan) -> Self {
+    pub fn from_plan(conversation: &str, plan: &crate::append::Appended) -> Self {
         let mut turns: Vec<AppendedTurn> = plan
             .new
             .iter()
+            .map(|(t, _)| t)
             .chain(&plan.replayed)
             .map(|t| AppendedTurn {
                 id: t.id,
@@ -337,7 +421,7 @@ impl AppendTurnsResponse {
         Self {
             conversation: conversation.to_owned(),
             appended: plan.new.len() as u64,
-            replayed: plan.replayed.len() as u64,
+            replayed: plan.replayed.len() as u64 + plan.repeated_in_batch,
             next_id: plan.next_id,
             turns,
         }

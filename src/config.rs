@@ -137,9 +137,14 @@ pub struct DecisionConfig {
     #[arg(long, env = "GATEKEEPER_ANCHOR_RULE", default_value = "all", value_parser = parse_anchor_rule)]
     pub anchor_rule: AnchorRule,
 
-    /// Anchors derived for a turn that arrives without any.
+    /// Anchors derived for a turn that arrives without any; rule 2b checks at least this many.
     #[arg(long, env = "GATEKEEPER_ANCHOR_COUNT", default_value_t = DEFAULT_ANCHOR_COUNT)]
     pub anchor_count: usize,
+
+    /// Rule 2b checks one derived anchor per this many tokens of a turn (at least the anchor
+    /// count, at most 16); 0 checks the anchor count alone.
+    #[arg(long, env = "GATEKEEPER_TOKENS_PER_ANCHOR", default_value_t = Policy::DEFAULT_TOKENS_PER_ANCHOR)]
+    pub tokens_per_anchor: u32,
 
     /// Tokenizer for counting: o200k_base or cl100k_base.
     #[arg(long, env = "GATEKEEPER_TOKENIZER", default_value = "o200k_base")]
@@ -160,6 +165,8 @@ impl DecisionConfig {
             prose_ratio: self.prose_ratio,
             tool_ratio: self.tool_ratio,
             anchor_rule: self.anchor_rule,
+            anchor_count: self.anchor_count,
+            tokens_per_anchor: self.tokens_per_anchor,
         }
     }
 }
@@ -172,6 +179,7 @@ impl Default for DecisionConfig {
             tool_ratio: CompressionRatio::TOOL_DEFAULT,
             anchor_rule: AnchorRule::All,
             anchor_count: DEFAULT_ANCHOR_COUNT,
+            tokens_per_anchor: Policy::DEFAULT_TOKENS_PER_ANCHOR,
             tokenizer: Tokenizer::default(),
         }
     }
@@ -272,6 +280,7 @@ impl fmt::Debug for ServeConfig {
             .field("default_mode", &self.decision.default_mode)
             .field("policy", &self.decision.policy())
             .field("anchor_count", &self.decision.anchor_count)
+            .field("tokens_per_anchor", &self.decision.tokens_per_anchor)
             .field("tokenizer", &self.decision.tokenizer)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_batch_turns", &self.max_batch_turns)

@@ -19,6 +19,8 @@ pub mod coverage;
 pub mod domain;
 /// The HTTP service: router, handlers, errors, auth, metrics.
 pub mod http;
+/// The compaction plan and its advice (compact, raise the budget, or wait) (pure).
+pub mod plan;
 /// Starting, serving on a given listener, and draining on shutdown.
 pub mod server;
 /// Postgres: the raw log and the checkpoints, migrations embedded.

@@ -54,7 +54,6 @@ impl AppState {
             default_mode: decision.default_mode,
             limits,
             tokens: TokenCounter::new(decision.tokenizer),
-            anchor_count: decision.anchor_count,
             max_body_bytes,
             request_timeout,
             idempotency_ttl: DEFAULT_IDEMPOTENCY_TTL,
@@ -165,6 +164,13 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         db.startup_wait(),
     )
     .await?;
+    let profiled = store.backfill_profiles().await?;
+    if profiled > 0 {
+        tracing::info!(
+            turns = profiled,
+            "term profiles computed for turns stored before them"
+        );
+    }
     tracing::info!(backend = ?store.backend(), "database ready");
     let listener = TcpListener::bind(config.listen).await?;
     tracing::info!(address = %listener.local_addr()?, "listening");

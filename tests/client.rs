@@ -48,6 +48,7 @@ fn anchored_turns(n: usize) -> Vec<AppendTurn> {
             tokens: None,
             anchors: Some(vec![anchor(i as i64)]),
             external_id: None,
+            pinned: false,
         })
         .collect()
 }
@@ -652,6 +653,7 @@ fn one_turn() -> AppendTurnsRequest {
             tokens: None,
             anchors: None,
             external_id: None,
+            pinned: false,
         }],
     }
 }

@@ -1,5 +1,8 @@
 //! Invariants of the decision over random ranges, anchors, reports and summaries.
 
+mod common;
+
+use common::{given, given_mut, turn};
 use gatekeeper::coverage::{
     IdRange, IdRanges, Mode, Outcome, Policy, Proposal, Role, TurnFacts, decide,
 };
@@ -136,11 +139,8 @@ fn case() -> impl Strategy<Value = Case> {
                         turns: turns
                             .into_iter()
                             .enumerate()
-                            .map(|(i, (role, tokens, anchors))| TurnFacts {
-                                id: from + i as i64,
-                                role,
-                                tokens,
-                                anchors: anchors.into_iter().map(String::from).collect(),
+                            .map(|(i, (role, tokens, anchors))| {
+                                turn(from + i as i64, role, tokens, &anchors)
                             })
                             .collect(),
                         shuffle_keys: keys,
@@ -170,7 +170,7 @@ proptest! {
     fn every_covered_turns_anchors_are_in_the_summary(c in case()) {
         let v = decide(&c.proposal, &c.turns, &Policy::default()).unwrap();
         for t in c.turns.iter().filter(|t| v.covered.contains(t.id)) {
-            for a in &t.anchors {
+            for a in given(t) {
                 prop_assert!(naive_present(a, &c.proposal.summary), "turn {} covered without {:?}", t.id, a);
             }
         }
@@ -219,9 +219,10 @@ proptest! {
         let shuffled: Vec<TurnFacts> = shuffled
             .into_iter()
             .map(|(k, mut t)| {
-                let n = t.anchors.len().max(1);
-                t.anchors.rotate_left(k as usize % n);
-                t.anchors.reverse();
+                let anchors = given_mut(&mut t);
+                let n = anchors.len().max(1);
+                anchors.rotate_left(k as usize % n);
+                anchors.reverse();
                 t
             })
             .collect();

@@ -5,7 +5,8 @@
 
 use gatekeeper::coverage::normalize::normalize;
 use gatekeeper::coverage::{
-    IdRange, Mode, Outcome, Policy, Proposal, Role, TurnFacts, anchor_present, decide, locate,
+    IdRange, Mode, Outcome, Policy, Proposal, Role, TermProfile, TurnAnchors, TurnFacts,
+    anchor_present, decide, locate,
 };
 use proptest::prelude::*;
 
@@ -87,7 +88,9 @@ proptest! {
             id: i as i64,
             role: [Role::System, Role::User, Role::Assistant, Role::Tool][role as usize],
             tokens,
-            anchors,
+            anchors: TurnAnchors::Given(anchors),
+            pinned: false,
+            profile: TermProfile::default(),
         }).collect();
         let consumed = consumed.map(|c| c.into_iter().map(|(a, b)| IdRange::new(a.min(b).min(to), a.max(b).min(to))).collect());
         let proposal = Proposal {
@@ -97,7 +100,7 @@ proptest! {
         let v = decide(&proposal, &facts, &Policy::default()).unwrap();
         prop_assert_eq!(v.covered.count() + v.uncovered.count() + v.not_compacted.count(), (to + 1) as u64);
         for id in v.covered.ids() {
-            for a in &facts[id as usize].anchors {
+            for a in facts[id as usize].anchors.given().unwrap_or_default() {
                 prop_assert!(anchor_present(a, &proposal.summary));
             }
         }

@@ -6,68 +6,114 @@ mod support;
 #[path = "api/test_db.rs"]
 mod test_db;
 
-use gatekeeper::coverage::anchor_present;
-use gatekeeper::coverage::derive::{AnchorSource, derive_anchors};
+use gatekeeper::coverage::derive::{AnchorSource, Draft, rank_by_rarity};
+use gatekeeper::coverage::{
+    Role, TermProfile, TurnAnchors, TurnFacts, anchor_present, distinctive,
+};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use support::*;
 
-/// 400 real tau-bench turns that each yield anchors, and a summary that carries the anchors of
-/// turns 0–359 only and stops mid-sentence. Tail turns are chosen so that at least one of their
-/// anchors is absent from that summary (real conversations repeat dates and codes).
-fn scenario() -> (Vec<Value>, String) {
-    let candidates = tau().iter().flat_map(|c| &c.turns).filter_map(|t| {
-        let source = if t.role == "tool" {
+/// The anchors rule 2b checks for each of `turns` (role, text) when they are one range of a new
+/// conversation: what `compaction-plan` tells the orchestrator to preserve.
+fn decided_anchors(turns: &[(String, String)]) -> Vec<Vec<String>> {
+    let drafts = turns.iter().map(|(role, text)| {
+        let source = if role == "tool" {
             AnchorSource::ToolOutput
         } else {
             AnchorSource::Prose
         };
-        let text = t.text().into_owned();
-        let anchors = derive_anchors(&text, source, 3);
-        (!anchors.is_empty()).then_some((t.role.clone(), text, anchors))
+        Draft::new(text, source)
     });
-    let mut candidates = candidates.collect::<Vec<_>>().into_iter();
-    let head: Vec<_> = candidates.by_ref().take(360).collect();
-    let mut summary = String::from("<summary>\n");
-    for (i, (_, _, anchors)) in head.iter().enumerate() {
-        summary.push_str(&format!("Turn {i} concerned {}.\n", anchors.join(", ")));
-    }
-    summary
-        .push_str("Finally the customer asked to change the return flight and the agent began to");
-    let tail: Vec<_> = candidates
-        .filter(|(_, _, anchors)| anchors.iter().any(|a| !anchor_present(a, &summary)))
-        .take(40)
-        .collect();
-    assert_eq!(tail.len(), 40, "the data holds enough distinct turns");
-    let turns = head
+    let (profiles, _) = rank_by_rarity(drafts, &Default::default());
+    let facts: Vec<TurnFacts> = profiles
         .into_iter()
-        .chain(tail)
-        .map(|(role, content, _)| json!({ "role": role, "content": content }))
+        .zip(turns)
+        .enumerate()
+        .map(
+            |(i, (profile, (role, text))): (usize, (TermProfile, &(String, String)))| TurnFacts {
+                id: i as i64,
+                role: role.parse::<Role>().unwrap(),
+                // As the service counts them: a long turn needs more anchors (one per 40 tokens).
+                tokens: count_tokens(text),
+                anchors: TurnAnchors::Derived,
+                pinned: false,
+                profile,
+            },
+        )
         .collect();
-    (turns, summary)
+    let refs: Vec<&TurnFacts> = facts.iter().collect();
+    distinctive::checks(&refs, &gatekeeper::coverage::Policy::default())
+        .into_iter()
+        .map(|c| c.anchors.into_iter().map(str::to_owned).collect())
+        .collect()
+}
+
+/// 400 real tau-bench turns that each have anchors of their own in the range they form (rule
+/// 2b: no other of the 400 turns holds them), and a summary that carries the anchors of turns
+/// 0–359 only and stops mid-sentence.
+fn scenario() -> (Vec<Value>, Vec<Vec<String>>, String) {
+    let mut pool = tau()
+        .iter()
+        .flat_map(|c| &c.turns)
+        .map(|t| (t.role.clone(), t.text().into_owned()))
+        .filter(|(_, text)| !text.trim().is_empty());
+    let mut chosen: Vec<(String, String)> = pool.by_ref().take(400).collect();
+    let summary_of = |anchors: &[Vec<String>]| {
+        let mut summary = String::from("<summary>\n");
+        for (i, anchors) in anchors.iter().take(360).enumerate() {
+            summary.push_str(&format!("Turn {i} concerned {}.\n", anchors.join(", ")));
+        }
+        summary.push_str(
+            "Finally the customer asked to change the return flight and the agent began to",
+        );
+        summary
+    };
+    // Turns without anchors, and tail turns whose anchors the head's happen to hold, are
+    // replaced until there are none.
+    let (anchors, summary) = loop {
+        let anchors = decided_anchors(&chosen);
+        let summary = summary_of(&anchors);
+        let keep: Vec<bool> = anchors
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                !a.is_empty() && (i < 360 || a.iter().any(|a| !anchor_present(a, &summary)))
+            })
+            .collect();
+        if keep.iter().all(|k| *k) {
+            break (anchors, summary);
+        }
+        let mut kept: Vec<(String, String)> = chosen
+            .into_iter()
+            .zip(keep)
+            .filter_map(|(t, k)| k.then_some(t))
+            .collect();
+        kept.extend(pool.by_ref().take(400 - kept.len()));
+        assert_eq!(kept.len(), 400, "the data holds enough distinct turns");
+        chosen = kept;
+    };
+    let turns = chosen
+        .into_iter()
+        .map(|(role, content)| json!({ "role": role, "content": content }))
+        .collect();
+    (turns, anchors, summary)
 }
 
 #[tokio::test]
 async fn a_truncated_summary_that_claims_the_whole_range_is_narrowed_and_the_dropped_turns_stay_reachable()
  {
     let app = spawn_app().await;
-    let (turns, summary) = scenario();
+    let (turns, anchors, summary) = scenario();
     let appended = expect(app.append("seed", json!(turns)).await, StatusCode::CREATED).await;
     assert_eq!(
         (appended["appended"].as_u64(), appended["next_id"].as_i64()),
         (Some(400), Some(400))
     );
-    // The anchors the service derived are the ones the orchestrator is told to preserve.
-    for (sent, got) in turns.iter().zip(appended["turns"].as_array().unwrap()) {
-        let source = if sent["role"] == "tool" {
-            AnchorSource::ToolOutput
-        } else {
-            AnchorSource::Prose
-        };
-        assert_eq!(
-            got["anchors"],
-            json!(derive_anchors(sent["content"].as_str().unwrap(), source, 3))
-        );
+    // Every turn got provisional anchors at append, ranked by rarity in the conversation.
+    let provisional = provisional_anchors(&turns);
+    for (i, got) in appended["turns"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(got["anchors"], json!(provisional[i]), "turn {i}");
     }
 
     let verdict = expect(
@@ -117,10 +163,12 @@ async fn a_truncated_summary_that_claims_the_whole_range_is_narrowed_and_the_dro
     assert_eq!(covered["text"], summary);
     let chars: Vec<char> = summary.chars().collect();
     let evidence = covered["evidence"].as_array().unwrap();
-    assert_eq!(
-        evidence.len(),
-        appended["turns"][12]["anchors"].as_array().unwrap().len()
-    );
+    // The evidence is the anchors that decided: the turn's own, distinctive in the range.
+    let decided: Vec<&str> = evidence
+        .iter()
+        .map(|e| e["anchor"].as_str().unwrap())
+        .collect();
+    assert_eq!(decided, anchors[12]);
     for e in evidence {
         let (start, end) = (
             e["start"].as_u64().unwrap() as usize,

@@ -8,7 +8,7 @@ mod transcript;
 use crate::api::CompactionRequestBody;
 use crate::client::{Client, ClientError};
 use crate::config::{DatabaseConfig, ServeConfig};
-use crate::store::Store;
+use crate::store::{Storage, Store};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -110,6 +110,10 @@ struct AppendArgs {
     /// Turns per request.
     #[arg(long, default_value_t = 500)]
     batch: usize,
+    /// Pin every appended turn: no summary will ever cover them (a line may also say
+    /// `"pinned": true` for itself).
+    #[arg(long)]
+    pinned: bool,
 }
 
 #[derive(Args)]
@@ -290,10 +294,15 @@ async fn healthcheck(url: &str) -> Result<(), Failure> {
     }
 }
 
+/// `gatekeeper migrate`: what `serve` does to the database before it listens.
 async fn migrate(db: DatabaseConfig) -> Result<(), Failure> {
     let store = Store::connect(&db.url(), db.pool_size, db.acquire_timeout()).await?;
+    let profiled = store
+        .backfill_profiles()
+        .await
+        .map_err(|e| Failure::Other(e.into()))?;
     println!(
-        "migrations applied ({:?} at {})",
+        "migrations applied ({:?} at {}); {profiled} turns given term profiles",
         store.backend(),
         crate::config::redact_url(&db.url())
     );
@@ -302,12 +311,17 @@ async fn migrate(db: DatabaseConfig) -> Result<(), Failure> {
 
 async fn append(args: AppendArgs, remote: &Remote) -> Result<(), Failure> {
     let client = remote.client();
-    let transcripts = transcript::read(
+    let mut transcripts = transcript::read(
         &args.file,
         args.conversation.as_deref(),
         args.only.as_deref(),
         args.limit,
     )?;
+    if args.pinned {
+        for turn in transcripts.iter_mut().flat_map(|t| &mut t.turns) {
+            turn.pinned = true;
+        }
+    }
     let total: u64 = transcripts.iter().map(|t| t.turns.len() as u64).sum();
     let progress = indicatif::ProgressBar::new(total);
     progress.set_style(

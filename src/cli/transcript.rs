@@ -72,6 +72,7 @@ pub fn read(
                             tokens: None,
                             anchors: None,
                             external_id: None,
+                            pinned: false,
                         })
                     })
                     .collect::<anyhow::Result<Vec<_>>>()?;

@@ -1,8 +1,9 @@
 //! The rules: from a proposal and the raw turns of its range to a verdict.
 
+use super::distinctive::{TurnCheck, checks};
 use super::model::{
-    AnchorRule, CoveragePath, Mode, Outcome, Policy, Proposal, Reason, Rejection, Role,
-    TruncationSignal, TurnDetail, TurnFacts, TurnStatus, Verdict,
+    AnchorEvidence, AnchorRule, CoveragePath, Mode, Outcome, Policy, Proposal, Reason, Rejection,
+    Role, TruncationSignal, TurnDetail, TurnFacts, TurnStatus, Verdict,
 };
 use super::normalize::{AnchorId, AnchorSet, normalize};
 use super::ranges::{IdRange, IdRanges};
@@ -115,35 +116,52 @@ struct AnchorCheck {
     has_anchors: bool,
     anchored: bool,
     missing: Vec<String>,
+    evidence: Vec<AnchorEvidence>,
 }
 
 fn check_anchors(
-    turn: &TurnFacts,
+    check: TurnCheck<'_>,
     ids: &[AnchorId],
     found: &[Option<(usize, usize)>],
     rule: AnchorRule,
 ) -> AnchorCheck {
     // Sorted and deduplicated so the verdict never depends on the order anchors were given in.
-    let mut missing: Vec<String> = turn
+    let mut missing: Vec<String> = check
         .anchors
         .iter()
         .zip(ids)
         .filter(|(_, id)| found[**id].is_none())
-        .map(|(a, _)| a.clone())
+        .map(|(a, _)| (*a).to_owned())
         .collect();
     missing.sort_unstable();
     missing.dedup();
-    let has_anchors = !turn.anchors.is_empty();
+    let has_anchors = !check.anchors.is_empty();
+    let present = |i: usize| found[ids[i]].is_some();
     let anchored = has_anchors
         && match rule {
             AnchorRule::All => missing.is_empty(),
-            AnchorRule::Any => ids.iter().any(|id| found[*id].is_some()),
+            // A derived anchor others share is evidence only together with the rest (rule 2b).
+            AnchorRule::Any if check.derived => {
+                missing.is_empty() || (0..ids.len()).any(|i| check.sharing[i] <= 1 && present(i))
+            }
+            AnchorRule::Any => (0..ids.len()).any(present),
         };
     AnchorCheck {
         has_anchors,
         anchored,
         missing,
+        evidence: check.evidence(),
     }
+}
+
+/// A verdict, and for the checkpoint that persists it, which derived anchors decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub verdict: Verdict,
+    /// For each turn of `[from, to]` in order: which of its profile's candidates were the
+    /// anchors found in the summary (bit i: candidate i); 0 unless the turn is covered on
+    /// derived anchors.
+    pub candidates_used: Vec<u16>,
 }
 
 /// Decides which turns of `[proposal.from, proposal.to]` the summary really covers.
@@ -154,6 +172,15 @@ pub fn decide(
     turns: &[TurnFacts],
     policy: &Policy,
 ) -> Result<Verdict, ProposalError> {
+    decide_with_evidence(proposal, turns, policy).map(|d| d.verdict)
+}
+
+/// [`decide`], also saying which derived anchors decided each covered turn.
+pub fn decide_with_evidence(
+    proposal: &Proposal,
+    turns: &[TurnFacts],
+    policy: &Policy,
+) -> Result<Decision, ProposalError> {
     validate(proposal, turns)?;
     let mut turns: Vec<&TurnFacts> = turns.iter().collect();
     turns.sort_unstable_by_key(|t| t.id);
@@ -173,22 +200,24 @@ pub fn decide(
     let truncation_signals = truncation_signals(proposal);
     let truncated = !truncation_signals.is_empty();
 
-    // Rule 2: one pass over the summary for every anchor of the range.
-    let mut set = AnchorSet::with_capacity(turns.iter().map(|t| t.anchors.len()).sum());
+    // Rules 2 and 2b: which anchors to check, then one pass over the summary for all of them.
+    let turn_checks = checks(&turns, policy);
+    let mut used: Vec<u16> = turn_checks.iter().map(|c| c.candidates_used).collect();
+    let mut set = AnchorSet::with_capacity(turn_checks.iter().map(|c| c.anchors.len()).sum());
     // Every turn's anchor ids, back to back (one allocation, not one per turn).
-    let anchor_ids: Vec<AnchorId> = turns
+    let anchor_ids: Vec<AnchorId> = turn_checks
         .iter()
-        .flat_map(|t| &t.anchors)
+        .flat_map(|c| &c.anchors)
         .map(|a| set.insert(a))
         .collect();
     let found = set.find_first(&normalize(&proposal.summary));
     let mut next = 0;
-    let checks: Vec<AnchorCheck> = turns
-        .iter()
-        .map(|t| {
-            let ids = &anchor_ids[next..next + t.anchors.len()];
-            next += t.anchors.len();
-            check_anchors(t, ids, &found, policy.anchor_rule)
+    let checks: Vec<AnchorCheck> = turn_checks
+        .into_iter()
+        .map(|c| {
+            let ids = &anchor_ids[next..next + c.anchors.len()];
+            next += c.anchors.len();
+            check_anchors(c, ids, &found, policy.anchor_rule)
         })
         .collect();
 
@@ -202,11 +231,21 @@ pub fn decide(
             TurnStatus::Uncovered => uncovered.push(id),
             TurnStatus::NotCompacted => not_compacted.push(id),
         }
+        let pinned = reason == Reason::Pinned;
         details.push(TurnDetail {
             id,
             status,
             reason,
-            missing_anchors: check.missing.clone(),
+            missing_anchors: if pinned {
+                Vec::new()
+            } else {
+                check.missing.clone()
+            },
+            evidence: if pinned {
+                Vec::new()
+            } else {
+                check.evidence.clone()
+            },
         });
     };
     let unanchored_reason = |check: &AnchorCheck| {
@@ -223,7 +262,9 @@ pub fn decide(
             let consumed = IdRanges::from_ranges(consumed.iter().copied());
             for (t, check) in turns.iter().zip(&checks) {
                 let reported = consumed.contains(t.id);
-                if reported && (check.anchored || (!check.has_anchors && !truncated)) {
+                if t.pinned {
+                    mark(t.id, TurnStatus::Uncovered, Reason::Pinned, check);
+                } else if reported && (check.anchored || (!check.has_anchors && !truncated)) {
                     covered.push(t.id);
                 } else if !reported {
                     mark(t.id, TurnStatus::Uncovered, Reason::NotReported, check);
@@ -239,7 +280,9 @@ pub fn decide(
         // Rule 5: nothing suggests the summary ran out; the anchors decide each turn.
         None if !over_ceiling && !truncated => {
             for (t, check) in turns.iter().zip(&checks) {
-                if check.anchored {
+                if t.pinned {
+                    mark(t.id, TurnStatus::Uncovered, Reason::Pinned, check);
+                } else if check.anchored {
                     covered.push(t.id);
                 } else {
                     mark(t.id, TurnStatus::Uncovered, unanchored_reason(check), check);
@@ -253,11 +296,13 @@ pub fn decide(
                 .iter()
                 .zip(&checks)
                 .rev()
-                .find(|(_, c)| c.anchored)
+                .find(|(t, c)| c.anchored && !t.pinned)
                 .map(|(t, _)| t.id);
             for (t, check) in turns.iter().zip(&checks) {
                 if last_anchored.is_some_and(|last| t.id <= last) {
-                    if check.anchored {
+                    if t.pinned {
+                        mark(t.id, TurnStatus::Uncovered, Reason::Pinned, check);
+                    } else if check.anchored {
                         covered.push(t.id);
                     } else {
                         mark(t.id, TurnStatus::Uncovered, unanchored_reason(check), check);
@@ -274,6 +319,12 @@ pub fn decide(
             (CoveragePath::Anchors, last_anchored)
         }
     };
+    // Derived anchors decided only the turns they cover.
+    for (slot, t) in used.iter_mut().zip(&turns) {
+        if !covered.contains(t.id) {
+            *slot = 0;
+        }
+    }
 
     // Rule 7: the outcome.
     let rejection = if covered.is_empty() {
@@ -292,7 +343,7 @@ pub fn decide(
         None => Outcome::Accepted,
     };
 
-    Ok(Verdict {
+    let verdict = Verdict {
         outcome,
         rejection,
         mode: proposal.mode,
@@ -312,5 +363,9 @@ pub fn decide(
         truncation_signals,
         coverage_path,
         turns: details,
+    };
+    Ok(Decision {
+        verdict,
+        candidates_used: used,
     })
 }

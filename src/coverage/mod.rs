@@ -7,14 +7,21 @@
 pub mod decide;
 /// Deterministic anchors for turns that arrive without any.
 pub mod derive;
+/// Which anchors rule 2 checks per turn of a range: given, or distinctive derived ones (2b).
+pub mod distinctive;
 /// Turns, proposals, policy and the verdict.
 pub mod model;
 /// NFKC + case folding + whitespace collapsing, and word-bounded multi-anchor matching.
 pub mod normalize;
+/// A turn's candidate anchors and term keys, stored with it.
+pub mod profile;
 /// Sorted, disjoint, inclusive id ranges.
 pub mod ranges;
+/// Term keys: which turns contain a derived anchor (rule 2b).
+pub mod terms;
 
-pub use decide::{ProposalError, decide, truncation_signals};
+pub use decide::{Decision, ProposalError, decide, decide_with_evidence, truncation_signals};
 pub use model::*;
 pub use normalize::{Evidence, anchor_present, locate};
+pub use profile::TermProfile;
 pub use ranges::{IdRange, IdRanges};

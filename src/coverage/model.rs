@@ -1,5 +1,6 @@
 //! The values the decision takes and returns.
 
+use super::profile::TermProfile;
 use super::ranges::IdRanges;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -52,7 +53,31 @@ pub struct TurnFacts {
     pub id: i64,
     pub role: Role,
     pub tokens: u32,
-    pub anchors: Vec<String>,
+    pub anchors: TurnAnchors,
+    /// Never covered by any summary (rule 2c).
+    pub pinned: bool,
+    /// The turn's candidate anchors and term keys: rule 2b counts every turn's terms, whoever
+    /// chose its anchors.
+    pub profile: TermProfile,
+}
+
+/// Where a turn's anchors come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TurnAnchors {
+    /// Sent by the client: authoritative (rule 2).
+    Given(Vec<String>),
+    /// Chosen by the decision from the turn's profile, for the proposal's range (rule 2b).
+    Derived,
+}
+
+impl TurnAnchors {
+    /// The client's anchors, if it sent them.
+    pub fn given(&self) -> Option<&[String]> {
+        match self {
+            TurnAnchors::Given(anchors) => Some(anchors),
+            TurnAnchors::Derived => None,
+        }
+    }
 }
 
 #[derive(
@@ -192,6 +217,12 @@ pub struct Policy {
     /// Ratio for tool turns: structured output compresses worse.
     pub tool_ratio: CompressionRatio,
     pub anchor_rule: AnchorRule,
+    /// How many derived anchors a turn gets at least (at append, and per range by rule 2b).
+    pub anchor_count: usize,
+    /// Rule 2b asks one derived anchor per this many tokens of a turn (at least
+    /// `anchor_count`): a summary stands for a long turn only if it keeps more of it. 0: always
+    /// `anchor_count`.
+    pub tokens_per_anchor: u32,
 }
 
 impl Default for Policy {
@@ -200,11 +231,25 @@ impl Default for Policy {
             prose_ratio: CompressionRatio::PROSE_DEFAULT,
             tool_ratio: CompressionRatio::TOOL_DEFAULT,
             anchor_rule: AnchorRule::All,
+            anchor_count: super::derive::DEFAULT_ANCHOR_COUNT,
+            tokens_per_anchor: Self::DEFAULT_TOKENS_PER_ANCHOR,
         }
     }
 }
 
 impl Policy {
+    pub const DEFAULT_TOKENS_PER_ANCHOR: u32 = 40;
+
+    /// How many derived anchors rule 2b checks for a turn of `tokens` tokens (before the
+    /// profile's own limit of candidates).
+    pub fn derived_anchors_for(&self, tokens: u32) -> usize {
+        let by_size = match self.tokens_per_anchor {
+            0 => 0,
+            per => tokens.div_ceil(per) as usize,
+        };
+        self.anchor_count.max(by_size)
+    }
+
     pub fn ratio_for(&self, role: Role) -> CompressionRatio {
         match role {
             Role::Tool => self.tool_ratio,
@@ -304,6 +349,8 @@ pub enum Reason {
     /// Fail-closed: the turn lies after the last anchored turn of an unreported, over-ceiling or
     /// truncated proposal, so the checkpoint does not advance over it.
     BeyondLastAnchor,
+    /// The turn is pinned: no summary ever stands for it (rule 2c).
+    Pinned,
 }
 
 impl Reason {
@@ -313,6 +360,7 @@ impl Reason {
             Reason::AnchorMissing => "anchor_missing",
             Reason::NoAnchors => "no_anchors",
             Reason::BeyondLastAnchor => "beyond_last_anchor",
+            Reason::Pinned => "pinned",
         }
     }
 }
@@ -334,6 +382,18 @@ pub struct TurnDetail {
     pub status: TurnStatus,
     pub reason: Reason,
     pub missing_anchors: Vec<String>,
+    /// For a turn whose anchors the service derived: the anchors rule 2b checked, each with the
+    /// number of turns of the range that hold it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<AnchorEvidence>,
+}
+
+/// A derived anchor rule 2b checked for a turn, and how many turns of the range hold it (this
+/// one included): 1 is the turn's own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AnchorEvidence {
+    pub anchor: String,
+    pub turns_sharing: u32,
 }
 
 /// The decision: which turns the summary covers, and everything that explains it.

@@ -124,7 +124,7 @@ fn continues_cluster(c: char) -> bool {
 }
 
 /// A letter, digit or combining mark: the characters a word boundary may not cut through.
-fn is_word_char(c: char) -> bool {
+pub(crate) fn is_word_char(c: char) -> bool {
     if c.is_ascii() {
         return c.is_ascii_alphanumeric();
     }

@@ -53,6 +53,7 @@ pub struct NewTurn {
     pub tokens: Option<u32>,
     pub anchors: Option<Vec<ShortText>>,
     pub external_id: Option<ShortText>,
+    pub pinned: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,6 +132,7 @@ impl NewTurn {
             tokens: turn.tokens,
             anchors,
             external_id,
+            pinned: turn.pinned,
         })
     }
 }

@@ -37,7 +37,6 @@ pub struct AppState {
     pub default_mode: Mode,
     pub limits: Limits,
     pub tokens: TokenCounter,
-    pub anchor_count: usize,
     pub max_body_bytes: usize,
     pub request_timeout: Duration,
     /// Per-tenant request rate limit; `None` (the default) for none.
@@ -66,7 +65,10 @@ pub fn router(state: AppState) -> Router {
     let api = Router::new()
         .route(conversation, get(turns::conversation))
         .route(&format!("{conversation}/turns"), post(turns::append))
-        .route(&format!("{conversation}/turns/{{id}}"), get(turns::turn))
+        .route(
+            &format!("{conversation}/turns/{{id}}"),
+            get(turns::turn).patch(turns::set_pinned),
+        )
         .route(
             &format!("{conversation}/compactions"),
             post(compactions::propose).get(compactions::list),

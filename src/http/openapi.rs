@@ -3,8 +3,8 @@
 
 use crate::api::*;
 use crate::coverage::{
-    CoveragePath, Evidence, IdRange, IdRanges, Mode, Outcome, Reason, Rejection, Role,
-    TruncationSignal, TurnDetail, TurnStatus, Verdict,
+    AnchorEvidence, CoveragePath, Evidence, IdRange, IdRanges, Mode, Outcome, Reason, Rejection,
+    Role, TruncationSignal, TurnDetail, TurnStatus, Verdict,
 };
 use crate::http::handlers;
 use serde::Serialize;
@@ -65,6 +65,7 @@ impl Modify for BearerAuth {
         handlers::turns::append,
         handlers::turns::conversation,
         handlers::turns::turn,
+        handlers::turns::set_pinned,
         handlers::compactions::propose,
         handlers::compactions::list,
         handlers::compactions::one,
@@ -80,7 +81,8 @@ impl Modify for BearerAuth {
         ConversationResponse, CheckpointRef, CompactionRequestBody, VerdictResponse, Verdict, TurnDetail,
         CheckpointListResponse, CheckpointItem, CheckpointResponse, ReconstructResponse, Source, Evidence,
         ContextResponse, ContextItem, CompactionPlanResponse, IdRange, IdRanges, Role, Mode, Outcome,
-        CoveragePath, TruncationSignal, TurnStatus, Reason, Rejection
+        CoveragePath, TruncationSignal, TurnStatus, Reason, Rejection, TurnPatch, AnchorOrigin,
+        Advice, AdviceReason, PlannedTurn, AnchorEvidence
     )),
     modifiers(&BearerAuth),
     tags(

@@ -34,10 +34,12 @@ macro_rules! storage_over_inherent_methods {
                 tenant: &TenantId,
                 conversation: &ConversationId,
                 batch: Vec<PreparedTurn>,
+                anchor_count: usize,
                 claim: Option<&IdempotencyClaim>,
             ) -> R<AppendResult> {
                 match (
-                    self.append_batch(tenant, conversation, batch, claim).await,
+                    self.append_batch(tenant, conversation, batch, anchor_count, claim)
+                        .await,
                     claim,
                 ) {
                     (Err(e), Some(claim)) if is_duplicate_key(&e) => self
@@ -46,6 +48,28 @@ macro_rules! storage_over_inherent_methods {
                         .map(AppendResult::AlreadyAnswered),
                     (result, _) => result,
                 }
+            }
+            async fn set_pinned(
+                &self,
+                tenant: &TenantId,
+                conversation: &ConversationId,
+                id: i64,
+                pinned: bool,
+            ) -> R<PinResult> {
+                self.write_pinned(tenant, conversation, id, pinned).await
+            }
+            async fn range_facts(
+                &self,
+                tenant: &TenantId,
+                conversation: &ConversationId,
+                from: i64,
+                to: i64,
+            ) -> R<Vec<TurnFacts>> {
+                let mut conn = self.pool.acquire().await?;
+                turn_facts(&mut conn, tenant, conversation, from, to).await
+            }
+            async fn backfill_profiles(&self) -> R<u64> {
+                self.backfill().await
             }
             async fn stored_answer(
                 &self,

@@ -5,14 +5,24 @@
 #[macro_use]
 mod by_inherent_methods;
 mod postgres;
+mod profiles;
 mod sqlite;
 
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 
-use crate::append::{AppendConflict, AppendPlan, LoggedTurn, PreparedTurn};
+/// The embedded migrations of a backend (tests apply a prefix of them to build an older
+/// database).
+pub fn migrator(backend: Backend) -> &'static sqlx::migrate::Migrator {
+    match backend {
+        Backend::Postgres => &postgres::MIGRATOR,
+        Backend::Sqlite => &sqlite::MIGRATOR,
+    }
+}
+
+use crate::append::{AppendConflict, Appended, LoggedTurn, PreparedTurn};
 use crate::coverage::{
-    IdRanges, Outcome, Policy, Proposal, ProposalError, Reason, Role, TurnFacts, Verdict,
+    Decision, IdRanges, Outcome, Policy, Proposal, ProposalError, Reason, Role, TurnFacts, Verdict,
 };
 use crate::domain::{ConversationId, ExpectedCheckpoint, TenantId};
 use chrono::{DateTime, Utc};
@@ -31,6 +41,9 @@ pub struct ConversationRow {
     pub total_tokens: i64,
     pub checkpoint_count: i64,
     pub latest: Option<LatestCheckpoint>,
+    /// Proposals from `rejected_from` rejected in a row (dry runs aside); reset by a checkpoint.
+    pub rejected_from: Option<i64>,
+    pub rejected_streak: u32,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -42,7 +55,7 @@ pub struct LatestCheckpoint {
 }
 
 pub enum AppendResult {
-    Done(AppendPlan),
+    Done(Appended),
     Conflict(AppendConflict),
     /// The Idempotency-Key was already used by a committed request.
     AlreadyAnswered(StoredAnswer),
@@ -107,8 +120,20 @@ pub struct CheckpointRow {
 pub struct ReconstructRow {
     pub role: Role,
     pub content: String,
-    pub anchors: Vec<String>,
+    /// The anchors that decided the turn, when the checkpoint covers it.
+    pub deciding_anchors: Vec<String>,
     pub checkpoint: Option<SpanningCheckpoint>,
+}
+
+/// What pinning or unpinning a turn came to.
+#[derive(Debug, Clone)]
+pub enum PinResult {
+    /// This tenant's log does not hold the turn.
+    NotInLog,
+    /// A checkpoint already covers the turn: pinning cannot take its summary back.
+    Covered { checkpoint_id: i64 },
+    /// Set (or already so); the turn as it now is.
+    Done(StoredTurn),
 }
 
 /// The newest checkpoint whose `[from, advanced_to]` holds the turn.
@@ -148,14 +173,35 @@ pub trait Storage: Send + Sync {
     /// Reachable, and every embedded migration applied.
     fn ready(&self) -> impl Future<Output = R<bool>> + Send;
     fn close(&self) -> impl Future<Output = ()> + Send;
-    /// Appends a batch in one transaction, all or nothing.
+    /// Appends a batch in one transaction, all or nothing; derived turns get `anchor_count`
+    /// provisional anchors, ranked by rarity in the conversation.
     fn append(
         &self,
         tenant: &TenantId,
         conversation: &ConversationId,
         batch: Vec<PreparedTurn>,
+        anchor_count: usize,
         claim: Option<&IdempotencyClaim>,
     ) -> impl Future<Output = R<AppendResult>> + Send;
+    /// Pins or unpins a turn, under the conversation's lock.
+    fn set_pinned(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        id: i64,
+        pinned: bool,
+    ) -> impl Future<Output = R<PinResult>> + Send;
+    /// The decision facts of the turns `[from, to]`, in id order (for the compaction plan).
+    fn range_facts(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        from: i64,
+        to: i64,
+    ) -> impl Future<Output = R<Vec<TurnFacts>>> + Send;
+    /// Gives every turn stored before term profiles existed its profile, and rebuilds those
+    /// conversations' candidate counts; returns how many turns it profiled. Run at start.
+    fn backfill_profiles(&self) -> impl Future<Output = R<u64>> + Send;
     /// The conversation's latest checkpoint id (`Some(None)`: none yet), or `None` if the
     /// conversation does not exist: one primary-key read.
     fn latest_checkpoint(
@@ -333,9 +379,31 @@ impl Storage for Store {
         tenant: &TenantId,
         conversation: &ConversationId,
         batch: Vec<PreparedTurn>,
+        anchor_count: usize,
         claim: Option<&IdempotencyClaim>,
     ) -> R<AppendResult> {
-        delegate!(self.append(tenant, conversation, batch, claim))
+        delegate!(self.append(tenant, conversation, batch, anchor_count, claim))
+    }
+    async fn set_pinned(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        id: i64,
+        pinned: bool,
+    ) -> R<PinResult> {
+        delegate!(self.set_pinned(tenant, conversation, id, pinned))
+    }
+    async fn range_facts(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        from: i64,
+        to: i64,
+    ) -> R<Vec<TurnFacts>> {
+        delegate!(self.range_facts(tenant, conversation, from, to))
+    }
+    async fn backfill_profiles(&self) -> R<u64> {
+        delegate!(self.backfill_profiles())
     }
     async fn stored_answer(
         &self,
@@ -421,12 +489,14 @@ impl Storage for Store {
 async fn decide_loaded(
     input: &ProposeInput,
     turns: Vec<TurnFacts>,
-) -> Result<Result<Verdict, ProposalError>, sqlx::Error> {
+) -> Result<Result<Decision, ProposalError>, sqlx::Error> {
     let proposal = input.proposal.clone();
     let policy = input.policy;
-    tokio::task::spawn_blocking(move || crate::coverage::decide(&proposal, &turns, &policy))
-        .await
-        .map_err(|e| sqlx::Error::Protocol(format!("the decision task failed: {e}")))
+    tokio::task::spawn_blocking(move || {
+        crate::coverage::decide_with_evidence(&proposal, &turns, &policy)
+    })
+    .await
+    .map_err(|e| sqlx::Error::Protocol(format!("the decision task failed: {e}")))
 }
 
 /// Before loading anything: the conversation's latest checkpoint must be the expected one, and
@@ -485,7 +555,7 @@ fn verdict_answer(
     serde_json::to_vec(&response).map_err(|e| sqlx::Error::Encode(e.into()))
 }
 
-fn append_answer(conversation: &ConversationId, plan: &AppendPlan) -> Result<Vec<u8>, sqlx::Error> {
+fn append_answer(conversation: &ConversationId, plan: &Appended) -> Result<Vec<u8>, sqlx::Error> {
     serde_json::to_vec(&crate::api::AppendTurnsResponse::from_plan(
         conversation.as_str(),
         plan,

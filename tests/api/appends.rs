@@ -106,23 +106,18 @@ async fn anchors_are_derived_when_absent_and_kept_verbatim_when_given_even_empty
     turns[1]["anchors"] = json!(given);
     // Explicitly no anchors: the service must not derive any, though the content has some.
     let tool = turns.iter().position(|t| t["role"] == "tool").unwrap();
-    assert!(!derived_anchors("tool", turns[tool]["content"].as_str().unwrap()).is_empty());
+    assert!(!legacy_anchors("tool", turns[tool]["content"].as_str().unwrap()).is_empty());
     turns[tool]["anchors"] = json!([]);
 
     let response = expect(app.append("c", json!(turns)).await, StatusCode::CREATED).await;
+    let provisional = provisional_anchors(&turns);
     let mut derived_some = 0;
     for (i, (sent, got)) in turns
         .iter()
         .zip(response["turns"].as_array().unwrap())
         .enumerate()
     {
-        let expected = match sent.get("anchors") {
-            Some(anchors) => anchors.clone(),
-            None => json!(derived_anchors(
-                sent["role"].as_str().unwrap(),
-                sent["content"].as_str().unwrap()
-            )),
-        };
+        let expected = json!(provisional[i]);
         assert_eq!(got["anchors"], expected, "turn {i}");
         let stored = expect(app.turn("c", i as i64).await, StatusCode::OK).await;
         assert_eq!(stored["anchors"], expected, "stored turn {i}");

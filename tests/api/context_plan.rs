@@ -13,8 +13,18 @@ struct Logged {
     anchors: Vec<String>,
 }
 
+/// Appends a real conversation with the anchors the service used to derive, sent as given
+/// anchors: these tests are about the context and the plan, so rule 2 alone decides their turns
+/// (rule 2b has its own tests).
 async fn append_conversation(app: &TestApp, conversation: &str, index: usize) -> Vec<Logged> {
-    let turns = tau_conversation(index);
+    let mut turns = tau_conversation(index);
+    for turn in &mut turns {
+        let anchors = legacy_anchors(
+            turn["role"].as_str().unwrap(),
+            turn["content"].as_str().unwrap(),
+        );
+        turn["anchors"] = json!(anchors);
+    }
     let response = expect(
         app.append(conversation, json!(turns)).await,
         StatusCode::CREATED,
@@ -332,13 +342,26 @@ async fn the_compaction_plan_picks_the_largest_to_whose_range_fits_the_budget() 
                 StatusCode::OK,
             )
             .await;
-            let (to, prefix, required) = expected_plan(&log, from, budget);
+            let (ceiling_to, _, _) = expected_plan(&log, from, budget);
             assert_eq!(plan["from"].as_i64(), Some(from as i64));
+            // The ceiling bounds the range; the anchors' share of the budget may shorten it, but
+            // never below `from`.
+            let to = plan["to"].as_i64();
             assert_eq!(
-                plan["to"].as_i64(),
-                to,
+                to.is_some(),
+                ceiling_to.is_some(),
                 "from {from}, budget {budget}: {plan}"
             );
+            assert!(to <= ceiling_to, "from {from}, budget {budget}: {plan}");
+            let anchor_tokens = plan["anchor_tokens"].as_u64().unwrap();
+            assert!(
+                to.is_none_or(|to| to == from as i64 || anchor_tokens <= budget / 2),
+                "from {from}, budget {budget}: {plan}"
+            );
+            let (_, prefix, required) = match to {
+                Some(to) => expected_plan(&log[..=to as usize], from, budget),
+                None => expected_plan(&log, from, budget),
+            };
             assert_eq!(
                 plan["prefix_tokens"].as_u64(),
                 Some(prefix),

@@ -4,6 +4,7 @@
 mod support;
 mod test_db;
 
+mod advice;
 mod appends;
 mod auth;
 mod compactions;
@@ -13,7 +14,10 @@ mod cross_process;
 mod errors;
 mod hostile;
 mod idempotency;
+mod pins;
 mod reconstruct;
+mod rule_2b;
 mod rules;
 mod security;
 mod turns_read;
+mod upgrade;

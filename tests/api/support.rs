@@ -57,7 +57,11 @@ pub async fn spawn_app() -> TestApp {
 }
 
 pub async fn spawn_app_with(options: Options) -> TestApp {
-    let db = TestDb::fresh().await;
+    spawn_app_on(TestDb::fresh().await, options).await
+}
+
+/// The app on a database the test prepared.
+pub async fn spawn_app_on(db: TestDb, options: Options) -> TestApp {
     let keys = ApiKeys::parse(&options.keys.replace(',', "\n")).expect("test keys parse");
     let mut state = AppState::with_decision(
         db.store.clone(),
@@ -185,6 +189,33 @@ impl TestApp {
         .expect("request sent")
     }
 
+    pub async fn patch(&self, path: &str, body: &Value) -> Response {
+        self.authed(self.client.patch(self.url(path)).json(body))
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// `PATCH .../turns/{id}` with `{"pinned": pinned}`.
+    pub async fn pin(&self, conversation: &str, id: i64, pinned: bool) -> Response {
+        self.patch(
+            &format!("/v1/conversations/{conversation}/turns/{id}"),
+            &json!({ "pinned": pinned }),
+        )
+        .await
+    }
+
+    pub async fn metrics_text(&self) -> String {
+        self.client
+            .get(self.url("/metrics"))
+            .send()
+            .await
+            .expect("request sent")
+            .text()
+            .await
+            .expect("metrics text")
+    }
+
     pub async fn append(&self, conversation: &str, turns: Value) -> Response {
         self.post(
             &format!("/v1/conversations/{conversation}/turns"),
@@ -305,15 +336,47 @@ pub fn count_tokens(text: &str) -> u32 {
     gatekeeper::tokens::TokenCounter::new(Default::default()).count(text)
 }
 
-/// The anchors the service derives for a turn that arrives without any.
-pub fn derived_anchors(role: &str, content: &str) -> Vec<String> {
-    use gatekeeper::coverage::derive::{AnchorSource, DEFAULT_ANCHOR_COUNT, derive_anchors};
-    let source = if role == "tool" {
+fn anchor_source(role: &str) -> gatekeeper::coverage::derive::AnchorSource {
+    use gatekeeper::coverage::derive::AnchorSource;
+    if role == "tool" {
         AnchorSource::ToolOutput
     } else {
         AnchorSource::Prose
-    };
-    derive_anchors(content, source, DEFAULT_ANCHOR_COUNT)
+    }
+}
+
+/// The anchors the service derived before rule 2b (the tier ranking alone): tests that are not
+/// about derivation send these as given anchors, so their turns are decided by rule 2 alone.
+pub fn legacy_anchors(role: &str, content: &str) -> Vec<String> {
+    use gatekeeper::coverage::derive::{DEFAULT_ANCHOR_COUNT, derive_anchors};
+    derive_anchors(content, anchor_source(role), DEFAULT_ANCHOR_COUNT)
+}
+
+/// The provisional anchors an append of `turns` (append JSON, the first batch of a new
+/// conversation) answers: given anchors as sent; derived ones ranked by rarity over the turns
+/// before them, as the service ranks them.
+pub fn provisional_anchors(turns: &[Value]) -> Vec<Vec<String>> {
+    use gatekeeper::coverage::derive::{DEFAULT_ANCHOR_COUNT, Draft, rank_by_rarity};
+    let drafts = turns.iter().map(|t| {
+        let content = t["content"].as_str().unwrap();
+        match t.get("anchors") {
+            Some(_) => Draft::terms_only(content),
+            None => Draft::new(content, anchor_source(t["role"].as_str().unwrap())),
+        }
+    });
+    let (profiles, _) = rank_by_rarity(drafts, &Default::default());
+    turns
+        .iter()
+        .zip(profiles)
+        .map(|(t, profile)| match t.get("anchors") {
+            Some(given) => serde_json::from_value(given.clone()).unwrap(),
+            None => profile
+                .candidates()
+                .take(DEFAULT_ANCHOR_COUNT)
+                .map(|c| c.text.to_owned())
+                .collect(),
+        })
+        .collect()
 }
 
 /// One whole tau-bench conversation as append JSON (turns without text are skipped: the

@@ -3,7 +3,7 @@
 //! `postgres://` URL (its server hosts the per-test databases) and SQLite otherwise.
 #![allow(dead_code)]
 
-use gatekeeper::store::{Backend, PgStore, SqliteStore, Store};
+use gatekeeper::store::{Backend, Store};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -14,6 +14,7 @@ pub struct TestDb {
 }
 
 enum Cleanup {
+    None,
     Postgres { admin_url: String, name: String },
     Sqlite { dir: PathBuf },
 }
@@ -42,8 +43,14 @@ fn with_database(url: &str, name: &str) -> String {
     format!("{}/{name}{query}", &url[..path_start])
 }
 
-impl TestDb {
-    pub async fn fresh() -> TestDb {
+/// A database that exists but holds nothing yet (no migrations applied), removed when dropped.
+pub struct EmptyDb {
+    pub url: String,
+    cleanup: Cleanup,
+}
+
+impl EmptyDb {
+    pub async fn new() -> EmptyDb {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -58,36 +65,60 @@ impl TestDb {
             Backend::Postgres => {
                 let admin_url = std::env::var("DATABASE_URL")
                     .expect("the Postgres test backend needs DATABASE_URL=postgres://… of a server to create databases on");
-                let store = PgStore::connect(
-                    &with_database(&admin_url, &name),
-                    5,
-                    Duration::from_secs(10),
-                )
-                .await
-                .expect("a fresh Postgres test database");
-                TestDb {
-                    store: Store::Postgres(store),
+                let url = with_database(&admin_url, &name);
+                use sqlx::migrate::MigrateDatabase;
+                sqlx::Postgres::create_database(&url)
+                    .await
+                    .expect("a fresh Postgres test database");
+                EmptyDb {
+                    url,
                     cleanup: Cleanup::Postgres { admin_url, name },
                 }
             }
             Backend::Sqlite => {
                 let dir = std::env::temp_dir().join(&name);
-                let url = format!("sqlite://{}", dir.join("gatekeeper.db").display());
-                let store = SqliteStore::connect(&url, 5, Duration::from_secs(10))
-                    .await
-                    .expect("a fresh SQLite test database");
-                TestDb {
-                    store: Store::Sqlite(store),
+                std::fs::create_dir_all(&dir).unwrap();
+                let url = format!("sqlite://{}?mode=rwc", dir.join("gatekeeper.db").display());
+                EmptyDb {
+                    url,
                     cleanup: Cleanup::Sqlite { dir },
                 }
             }
         }
     }
+
+    /// Connects as the service does: the migrations it lacks are applied.
+    pub async fn connect(mut self) -> TestDb {
+        let store = Store::connect(&self.url, 5, Duration::from_secs(10))
+            .await
+            .expect("the test database migrates");
+        let cleanup = std::mem::replace(&mut self.cleanup, Cleanup::None);
+        TestDb { store, cleanup }
+    }
+}
+
+impl Drop for EmptyDb {
+    fn drop(&mut self) {
+        self.cleanup.run();
+    }
+}
+
+impl TestDb {
+    pub async fn fresh() -> TestDb {
+        EmptyDb::new().await.connect().await
+    }
 }
 
 impl Drop for TestDb {
     fn drop(&mut self) {
-        match &self.cleanup {
+        self.cleanup.run();
+    }
+}
+
+impl Cleanup {
+    fn run(&self) {
+        match self {
+            Cleanup::None => {}
             Cleanup::Sqlite { dir } => {
                 let _ = std::fs::remove_dir_all(dir);
             }

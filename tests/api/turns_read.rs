@@ -29,6 +29,8 @@ async fn a_stored_turn_is_read_back_with_every_field() {
             "content",
             "tokens",
             "anchors",
+            "anchor_origin",
+            "pinned",
             "external_id",
             "created_at"
         ])
@@ -38,6 +40,8 @@ async fn a_stored_turn_is_read_back_with_every_field() {
     assert_eq!(first["content"], real[0]["content"]);
     assert_eq!(first["tokens"], 12);
     assert_eq!(first["anchors"], json!(["INV-2093"]));
+    assert_eq!(first["anchor_origin"], "given");
+    assert_eq!(first["pinned"], false);
     assert_eq!(first["external_id"], "msg_01");
     let created_at: chrono::DateTime<chrono::Utc> = first["created_at"]
         .as_str()
@@ -58,7 +62,9 @@ async fn a_stored_turn_is_read_back_with_every_field() {
         second["tokens"].as_u64(),
         Some(u64::from(count_tokens(content)))
     );
-    assert_eq!(second["anchors"], json!(derived_anchors("tool", content)));
+    let sent: Vec<Value> = turns.as_array().unwrap().clone();
+    assert_eq!(second["anchors"], json!(provisional_anchors(&sent)[1]));
+    assert_eq!(second["anchor_origin"], "derived");
 }
 
 #[tokio::test]

@@ -1,14 +1,32 @@
 //! Builders shared by the coverage tests: terse turns and proposals.
 #![allow(dead_code)]
 
-use gatekeeper::coverage::{IdRange, Mode, Policy, Proposal, Role, TurnFacts, Verdict, decide};
+use gatekeeper::coverage::{
+    IdRange, Mode, Policy, Proposal, Role, TermProfile, TurnAnchors, TurnFacts, Verdict, decide,
+};
 
+/// A turn whose client sent `anchors` (authoritative, rule 2).
 pub fn turn(id: i64, role: Role, tokens: u32, anchors: &[&str]) -> TurnFacts {
     TurnFacts {
         id,
         role,
         tokens,
-        anchors: anchors.iter().map(|a| a.to_string()).collect(),
+        anchors: TurnAnchors::Given(anchors.iter().map(|a| a.to_string()).collect()),
+        pinned: false,
+        profile: TermProfile::default(),
+    }
+}
+
+/// The anchors a test turn was given.
+pub fn given(turn: &TurnFacts) -> &[String] {
+    turn.anchors.given().unwrap_or_default()
+}
+
+/// The anchors a test turn was given, to change them.
+pub fn given_mut(turn: &mut TurnFacts) -> &mut Vec<String> {
+    match &mut turn.anchors {
+        TurnAnchors::Given(anchors) => anchors,
+        TurnAnchors::Derived => panic!("a turn built with given anchors"),
     }
 }
 

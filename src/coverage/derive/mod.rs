@@ -1,8 +1,11 @@
 //! Deterministic anchors for turns that arrive without any.
 //!
-//! An anchor is a distinctive token of a turn (an id, a number, a path, a name) that a summary
-//! covering the turn must preserve. [`derive_anchors`] picks up to `max` of them, the same ones
-//! every time for the same input, so the orchestrator can be told what to keep.
+//! An anchor is a distinctive token of a turn (an id, a number, a path, a name, a rare word) that
+//! a summary covering the turn must preserve. A turn's candidates are ranked by tier (below), then
+//! [`rank_by_rarity`] puts first what earlier turns of the conversation did not already have, and
+//! the decision (rule 2b) keeps only those no other turn of the proposal's range contains.
+//! [`derive_anchors`] is the tier ranking alone, without plain words: what the service derived
+//! before rule 2b, kept to recognise such anchors in turns stored then.
 //!
 //! Tokens are maximal runs of alphanumerics and the identifier punctuation
 //! `_ . / : - @ \ # + ~ % & = ?` (plus `,` between digits, as in `1,250`), trimmed to begin and
@@ -16,7 +19,9 @@
 //! 1. tokens with digits, at least 3 characters (no `12`, no `3rd`): ids, numbers, dates, versions;
 //! 2. identifiers with inner punctuation: paths, URLs, code symbols (`srv/app`, `get_user`);
 //! 3. CamelCase or ALL-CAPS words of at least 2 letters (`HashMap`, `JFK`);
-//! 4. Capitalized words that do not start a sentence or a line (`Alice` in "then Alice said").
+//! 4. Capitalized words that do not start a sentence or a line (`Alice` in "then Alice said");
+//! 5. any other word of at least 3 characters that is not a stop-word (`honeymoon`, `Seattle`
+//!    opening a sentence, `round-trip`).
 //!
 //! Within a tier longer tokens come first, ties by first occurrence. Stop-words
 //! ([`is_stop_word`]) never qualify, duplicates are dropped comparing NFKC + case folded text
@@ -37,18 +42,22 @@ use unicode_normalization::UnicodeNormalization;
 
 /// JSON content: the values (never the keys) as candidates, identifying values first.
 mod json;
+/// Ranking candidates by rarity within the conversation (rule 2b).
+mod rarity;
 /// The built-in English stop-word list.
 mod stop_words;
 /// Splitting text into tokens trimmed to alphanumeric ends.
 mod tokens;
 
+pub use rarity::{Draft, rank_by_rarity};
 pub use stop_words::is_stop_word;
+pub(crate) use tokens::is_inner;
 
 use json::json_candidates;
 use tokens::scan;
 
 /// How many anchors to derive for a turn when the caller does not say.
-pub const DEFAULT_ANCHOR_COUNT: usize = 3;
+pub const DEFAULT_ANCHOR_COUNT: usize = 4;
 
 /// Longer tokens are never anchors: a 300-character URL is a blob, not something a summary
 /// should be asked to repeat.
@@ -69,15 +78,24 @@ pub fn derive_anchors(content: &str, source: AnchorSource, max: usize) -> Vec<St
     if max == 0 {
         return Vec::new();
     }
+    // Plain words are candidates for rule 2b only; this ranking predates them.
+    let not_plain = |c: &Candidate<'_>| c.rank.tier != Tier::Word;
+    ranked(content, candidates_of(content, source), not_plain, max)
+        .into_iter()
+        .map(|c| c.text.into_owned())
+        .collect()
+}
+
+/// The candidates of `content`, before ranking.
+fn candidates_of(content: &str, source: AnchorSource) -> Vec<Candidate<'_>> {
     let try_json = match source {
         AnchorSource::ToolOutput => true,
         AnchorSource::Prose => content.trim_start().starts_with(['{', '[']),
     };
-    let candidates = match try_json.then(|| json_candidates(content)).flatten() {
+    match try_json.then(|| json_candidates(content)).flatten() {
         Some(candidates) => candidates,
         None => prose_candidates(content),
-    };
-    select(content, candidates, max)
+    }
 }
 
 /// Ranking tiers, best first.
@@ -88,6 +106,9 @@ enum Tier {
     Punctuated,
     CasedWord,
     Capitalized,
+    /// Any other content word of at least 3 characters (`honeymoon`, `Seattle` opening a
+    /// sentence, `round-trip`): common words are ranked down by rarity, not by tier.
+    Word,
 }
 
 /// Sort key: tier, then (identifying values only) nesting depth, longer first, first occurrence.
@@ -106,14 +127,25 @@ struct Candidate<'a> {
     text: Cow<'a, str>,
 }
 
-fn select(content: &str, mut candidates: Vec<Candidate<'_>>, max: usize) -> Vec<String> {
+/// The first `limit` candidates in rank order that `keep` accepts, each once (compared as the
+/// matcher compares: NFKC + case folding), and only those that occur verbatim in the content
+/// and can be matched on word boundaries.
+fn ranked<'a>(
+    content: &str,
+    mut candidates: Vec<Candidate<'a>>,
+    keep: impl Fn(&Candidate<'a>) -> bool,
+    limit: usize,
+) -> Vec<Candidate<'a>> {
     // `order` makes every key distinct, so the unstable sort is deterministic.
     candidates.sort_unstable_by_key(|c| c.rank);
-    let mut anchors = Vec::with_capacity(max.min(candidates.len()));
-    let mut seen: Vec<String> = Vec::with_capacity(max.min(candidates.len()));
+    let mut kept = Vec::with_capacity(limit.min(candidates.len()));
+    let mut seen: Vec<String> = Vec::with_capacity(limit.min(candidates.len()));
     for candidate in candidates {
-        if anchors.len() == max {
+        if kept.len() == limit {
             break;
+        }
+        if !keep(&candidate) {
+            continue;
         }
         if let Cow::Owned(text) = &candidate.text
             && !content.contains(text.as_str())
@@ -133,9 +165,9 @@ fn select(content: &str, mut candidates: Vec<Candidate<'_>>, max: usize) -> Vec<
             continue;
         }
         seen.push(key);
-        anchors.push(candidate.text.into_owned());
+        kept.push(candidate);
     }
-    anchors
+    kept
 }
 
 /// The tier of a token (already trimmed to alphanumeric ends), or `None` if it is not
@@ -149,7 +181,11 @@ fn classify(token: &str, sentence_start: bool) -> Option<Tier> {
         return (chars >= 3 && !is_short_ordinal(token)).then_some(Tier::Digits);
     }
     if token.chars().any(|c| !c.is_alphanumeric()) {
-        return punctuated(token).then_some(Tier::Punctuated);
+        return match punctuated(token) {
+            Punctuated::Identifier => Some(Tier::Punctuated),
+            Punctuated::Compound => (chars >= 3).then_some(Tier::Word),
+            Punctuated::Prose => None,
+        };
     }
     if chars < 2 || is_stop_word(token) {
         return None;
@@ -162,7 +198,10 @@ fn classify(token: &str, sentence_start: bool) -> Option<Tier> {
         return Some(Tier::CasedWord);
     }
     let capitalized = upper == 1 && token.chars().next().is_some_and(char::is_uppercase);
-    (capitalized && !sentence_start).then_some(Tier::Capitalized)
+    if capitalized && !sentence_start {
+        return Some(Tier::Capitalized);
+    }
+    (chars >= 3).then_some(Tier::Word)
 }
 
 /// `1st`, `22nd`: ordinals of one or two digits are as trivial as the bare numbers.
@@ -175,21 +214,29 @@ fn is_short_ordinal(token: &str) -> bool {
             .any(|s| suffix.eq_ignore_ascii_case(s))
 }
 
-/// Whether a token with inner punctuation (and no digits) is an identifier rather than prose
-/// such as `e.g`, `and/or` or `round-trip`.
-fn punctuated(token: &str) -> bool {
+/// What a token with inner punctuation (and no digits) is.
+enum Punctuated {
+    /// A path, URL or code symbol (`srv/app`, `get_user`).
+    Identifier,
+    /// A lower-case hyphenated compound: an English word (`round-trip`).
+    Compound,
+    /// Function words joined by punctuation (`e.g`, `and/or`).
+    Prose,
+}
+
+fn punctuated(token: &str) -> Punctuated {
     let mut segments = token
         .split(|c: char| !c.is_alphanumeric())
         .filter(|s| !s.is_empty());
-    if !segments.clone().any(|s| s.chars().nth(1).is_some()) {
-        return false;
+    if !segments.clone().any(|s| s.chars().nth(1).is_some()) || segments.all(is_stop_word) {
+        return Punctuated::Prose;
     }
-    if segments.all(is_stop_word) {
-        return false;
-    }
-    // A lower-case hyphenated compound is an English word, not an identifier.
     let only_hyphens = token.chars().all(|c| c.is_alphanumeric() || c == '-');
-    !(only_hyphens && token.chars().all(|c| c == '-' || c.is_lowercase()))
+    if only_hyphens && token.chars().all(|c| c == '-' || c.is_lowercase()) {
+        Punctuated::Compound
+    } else {
+        Punctuated::Identifier
+    }
 }
 
 fn prose_candidates(content: &str) -> Vec<Candidate<'_>> {

@@ -1,14 +1,16 @@
 //! Reconstruct, context and the compaction plan: reads that never return a false negative.
 
-use super::{conversation_id, conversation_not_found};
+use super::{conversation_id, conversation_not_found, cpu};
 use crate::api::{
-    CompactionPlanResponse, ContextItem, ContextResponse, ReconstructResponse, Source,
+    AnchorOrigin, CompactionPlanResponse, ContextItem, ContextResponse, PlannedTurn,
+    ReconstructResponse, Source,
 };
-use crate::coverage::{IdRanges, Role, locate};
+use crate::coverage::{IdRanges, Policy, Reason, TurnFacts, distinctive, locate};
 use crate::http::extract::{ApiPath, ApiQuery, Tenant};
 use crate::http::openapi::ProblemDoc;
 use crate::http::reconstruct_cache::{self, Answer, AnswerKey};
 use crate::http::{AppState, Error, Result};
+use crate::plan::{self, Rejections};
 use crate::store::{ContextCheckpoint, ContextTurn, ReconstructRow, Storage};
 use axum::Json;
 use axum::extract::State;
@@ -100,7 +102,7 @@ fn reconstruct_answer(turn: i64, row: ReconstructRow) -> ReconstructResponse {
                 turn,
                 source: Source::Summary,
                 checkpoint_id: Some(checkpoint.checkpoint_id),
-                evidence: locate(&row.anchors, &summary),
+                evidence: locate(&row.deciding_anchors, &summary),
                 text: summary,
                 role: row.role,
                 reason: None,
@@ -273,32 +275,73 @@ pub async fn compaction_plan(
         .store
         .token_counts_from(&tenant, &conversation, from)
         .await?;
-    let (mut prose, mut tool) = (0u64, 0u64);
-    let mut fit: Option<(i64, u64, u64)> = None;
-    let mut first: Option<(u64, u64)> = None;
-    for (id, role, tokens) in counts {
-        match role {
-            Role::Tool => tool += u64::from(tokens),
-            Role::System | Role::User | Role::Assistant => prose += u64::from(tokens),
+    let policy = state.policy;
+    let reach = plan::reach(from, counts, query.summary_budget, &policy);
+    let facts = match reach.to() {
+        Some(to) => {
+            state
+                .store
+                .range_facts(&tenant, &conversation, from, to)
+                .await?
         }
-        let required = state.policy.required_budget(prose, tool);
-        first.get_or_insert((prose + tool, required));
-        if required > query.summary_budget as u64 {
-            break;
-        }
-        fit = Some((id, prose + tool, required));
-    }
-    // When nothing fits, report what `from` alone would need.
-    let (to, prefix_tokens, required_budget) = match (fit, first) {
-        (Some((to, prefix, required)), _) => (Some(to), prefix, required),
-        (None, Some((prefix, required))) => (None, prefix, required),
-        (None, None) => (None, 0, 0),
+        None => Vec::new(),
     };
+    let rejections = Rejections {
+        from: row.rejected_from,
+        streak: row.rejected_streak,
+    };
+    let (budget, tokens) = (query.summary_budget, state.tokens);
+    let (plan, turns) = cpu(move || {
+        let plan = plan::plan(&reach, &facts, budget, rejections, &policy, |a| {
+            tokens.count(a)
+        });
+        let planned = plan.to.map_or(0, |to| (to - from + 1) as usize);
+        let turns = planned_turns(&facts[..planned.min(facts.len())], &policy);
+        (plan, turns)
+    })
+    .await?;
+    metrics::counter!("gatekeeper_compaction_advice_total", "advice" => plan.advice.as_str())
+        .increment(1);
     Ok(Json(CompactionPlanResponse {
         from,
-        to,
-        prefix_tokens,
-        required_budget,
+        to: plan.to,
+        prefix_tokens: plan.prefix_tokens,
+        required_budget: plan.required_budget,
         summary_budget: query.summary_budget,
+        anchor_tokens: plan.anchor_tokens,
+        advice: plan.advice,
+        advice_reason: plan.reason,
+        recent_rejections: plan.recent_rejections,
+        worthwhile_tokens: plan.worthwhile_tokens,
+        turns,
     }))
+}
+
+/// What the decision will check for each turn of the planned range (rules 2, 2b and pins).
+fn planned_turns(facts: &[TurnFacts], policy: &Policy) -> Vec<PlannedTurn> {
+    let turns: Vec<&TurnFacts> = facts.iter().collect();
+    distinctive::checks(&turns, policy)
+        .into_iter()
+        .zip(&turns)
+        .map(|(check, turn)| {
+            let unanchored = if turn.pinned {
+                Some(Reason::Pinned)
+            } else if check.anchors.is_empty() {
+                Some(Reason::NoAnchors)
+            } else {
+                None
+            };
+            PlannedTurn {
+                id: turn.id,
+                anchors: if turn.pinned {
+                    Vec::new()
+                } else {
+                    check.anchors.iter().map(|a| (*a).to_owned()).collect()
+                },
+                anchor_origin: AnchorOrigin::of(!check.derived),
+                unanchored,
+                evidence: check.evidence(),
+            }
+        })
+        .collect()
 }

@@ -2,17 +2,18 @@
 
 use super::{conversation_id, conversation_not_found, cpu};
 use crate::api::{
-    AppendTurnsRequest, AppendTurnsResponse, CheckpointRef, ConversationResponse, TurnResponse,
+    AnchorOrigin, AppendTurnsRequest, AppendTurnsResponse, CheckpointRef, ConversationResponse,
+    TurnPatch, TurnResponse,
 };
 use crate::append::{AppendConflict, PreparedTurn};
 use crate::coverage::Role;
-use crate::coverage::derive::{AnchorSource, derive_anchors};
+use crate::coverage::derive::{AnchorSource, Draft};
 use crate::domain::{AppendRequest, NewTurn};
 use crate::http::extract::{ApiJson, ApiPath, Tenant};
 use crate::http::idempotency::{Prior, claim_fingerprint, prior, replay};
 use crate::http::openapi::ProblemDoc;
 use crate::http::{AppState, Error, Result};
-use crate::store::{AppendResult, Storage};
+use crate::store::{AppendResult, PinResult, Storage, StoredTurn};
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -63,18 +64,24 @@ pub async fn append(
         Prior::Fresh(claim) => claim,
     };
     let request = AppendRequest::parse(body, state.limits)?;
-    let (tokens, anchor_count) = (state.tokens, state.anchor_count);
+    let tokens = state.tokens;
     let prepared = cpu(move || {
         request
             .turns
             .into_iter()
-            .map(|t| prepare(t, &tokens, anchor_count))
+            .map(|t| prepare(t, &tokens))
             .collect::<Vec<_>>()
     })
     .await?;
     let plan = match state
         .store
-        .append(&tenant, &conversation, prepared, claim.as_ref())
+        .append(
+            &tenant,
+            &conversation,
+            prepared,
+            state.policy.anchor_count,
+            claim.as_ref(),
+        )
         .await?
     {
         AppendResult::Done(plan) => plan,
@@ -93,26 +100,31 @@ pub async fn append(
     Ok((status, Json(response)).into_response())
 }
 
-/// Fills in what the client left out: tokens counted, anchors derived from the content.
-fn prepare(
-    turn: NewTurn,
-    tokens: &crate::tokens::TokenCounter,
-    anchor_count: usize,
-) -> PreparedTurn {
+/// Fills in what the client left out (tokens counted) and drafts the turn's term profile: its
+/// candidate anchors (unless the client gave anchors) and term keys. The store ranks the
+/// candidates by rarity in the conversation.
+fn prepare(turn: NewTurn, tokens: &crate::tokens::TokenCounter) -> PreparedTurn {
     let source = if turn.role == Role::Tool {
         AnchorSource::ToolOutput
     } else {
         AnchorSource::Prose
     };
+    let anchors: Option<Vec<String>> = turn
+        .anchors
+        .map(|anchors| anchors.into_iter().map(|a| a.into_inner()).collect());
+    let draft = if anchors.is_some() {
+        Draft::terms_only(&turn.content)
+    } else {
+        Draft::new(&turn.content, source)
+    };
     PreparedTurn {
         id: turn.id,
         role: turn.role,
         tokens: turn.tokens.unwrap_or_else(|| tokens.count(&turn.content)),
-        anchors: match turn.anchors {
-            Some(anchors) => anchors.into_iter().map(|a| a.into_inner()).collect(),
-            None => derive_anchors(&turn.content, source, anchor_count),
-        },
+        anchors,
         external_id: turn.external_id.map(|e| e.into_inner()),
+        pinned: turn.pinned,
+        draft,
         content: turn.content,
     }
 }
@@ -173,16 +185,77 @@ pub async fn turn(
                 "turn {id} of conversation {conversation} is not in the log"
             ))
         })?;
+    Ok(Json(turn_response(stored)))
+}
+
+fn turn_response(stored: StoredTurn) -> TurnResponse {
     let t = stored.turn;
-    Ok(Json(TurnResponse {
+    TurnResponse {
         id: t.id,
         role: t.role,
         content: t.content,
         tokens: t.tokens,
         anchors: t.anchors,
+        anchor_origin: AnchorOrigin::of(t.anchors_given),
+        pinned: t.pinned,
         external_id: t.external_id,
         created_at: stored.created_at,
-    }))
+    }
+}
+
+#[utoipa::path(
+    patch,
+    path = "/v1/conversations/{conversation}/turns/{id}",
+    tag = "turns",
+    summary = "Pin or unpin a turn",
+    description = "A pinned turn is never covered by a summary: every later verdict lists it uncovered with reason `pinned`, reconstruct answers it from the raw log, and the working context carries it verbatim. Unpinning lets later summaries cover it (checkpoints already made stay as they are). A turn that a checkpoint already covers cannot be pinned: 409.",
+    params(("conversation" = String, Path, description = "Conversation id: 1 to 128 of A-Z a-z 0-9 . _ : - (not `.` or `..`)", pattern = r"^(?!\.{1,2}$)[A-Za-z0-9._:-]{1,128}$", example = "airline-0-0"), ("id" = i64, Path, description = "Turn id")),
+    request_body = TurnPatch,
+    responses(
+        (status = 200, description = "The turn as it now is", body = TurnResponse),
+        (status = 400, description = "Malformed JSON, path or query", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown API key", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such conversation or turn for this tenant", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "A checkpoint already covers the turn", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 413, description = "Body over the limit", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 415, description = "Not application/json", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid request", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 429, description = "This tenant is over its rate limit (when one is configured); retry after Retry-After", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 503, description = "Database unavailable or request timed out; retry (see Retry-After)", body = ProblemDoc, content_type = "application/problem+json")
+    ),
+    security(("bearer" = []))
+)]
+pub async fn set_pinned(
+    Tenant(tenant): Tenant,
+    State(state): State<AppState>,
+    ApiPath((conversation, id)): ApiPath<(String, i64)>,
+    ApiJson(body): ApiJson<TurnPatch>,
+) -> Result<Json<TurnResponse>> {
+    let conversation = conversation_id(&conversation)?;
+    let not_in_log = || {
+        Error::NotFound(format!(
+            "turn {id} of conversation {conversation} is not in the log"
+        ))
+    };
+    match state
+        .store
+        .set_pinned(&tenant, &conversation, id, body.pinned)
+        .await?
+    {
+        PinResult::NotInLog => Err(not_in_log()),
+        PinResult::Covered { checkpoint_id } => Err(Error::conflict(
+            format!(
+                "checkpoint {checkpoint_id} already covers turn {id}: its summary stands for the turn, so it cannot be pinned; nothing changed"
+            ),
+            json!({ "checkpoint_id": checkpoint_id, "field": "pinned" }),
+        )),
+        PinResult::Done(stored) => {
+            let action = if body.pinned { "pin" } else { "unpin" };
+            metrics::counter!("gatekeeper_turn_pins_total", "action" => action).increment(1);
+            tracing::info!(tenant = %tenant, conversation = %conversation, turn = id, pinned = body.pinned, "turn pin set");
+            Ok(Json(turn_response(stored)))
+        }
+    }
 }
 
 #[utoipa::path(

@@ -3,14 +3,15 @@
 use super::PgStore;
 use super::idempotency::{find_answer, record_answer};
 use super::turns::lock_conversation;
-use crate::coverage::{IdRanges, TurnFacts, Verdict};
+use crate::coverage::{IdRanges, Outcome, TurnFacts, Verdict};
 use crate::domain::{ConversationId, TenantId};
+use crate::store::profiles::{encode_candidates_used, stored_facts};
 use crate::store::{
     CheckpointRow, IdempotencyClaim, ProposeInput, ProposeResult, decide_loaded, decode_text,
     decode_tokens, parse_role, persists, precheck, verdict_answer,
 };
 use sqlx::types::Json;
-use sqlx::{Postgres, Row, Transaction};
+use sqlx::{PgConnection, Postgres, Row, Transaction};
 
 impl PgStore {
     pub(super) async fn decide_and_persist(
@@ -50,11 +51,16 @@ impl PgStore {
             input.proposal.to,
         )
         .await?;
-        let verdict = match decide_loaded(&input, turns).await? {
-            Ok(verdict) => verdict,
+        let decision = match decide_loaded(&input, turns).await? {
+            Ok(decision) => decision,
             Err(invalid) => return Ok(ProposeResult::Invalid(invalid)),
         };
+        let verdict = decision.verdict;
         if !persists(&input, &verdict) {
+            if verdict.outcome == Outcome::Rejected && !input.dry_run {
+                count_rejection(&mut tx, tenant, conversation, verdict.from).await?;
+                tx.commit().await?;
+            }
             return Ok(ProposeResult::Decided {
                 verdict,
                 checkpoint_id: None,
@@ -67,6 +73,7 @@ impl PgStore {
             conversation,
             checkpoint_id,
             &verdict,
+            &encode_candidates_used(&decision.candidates_used),
             &input.proposal.summary,
         )
         .await?;
@@ -135,35 +142,63 @@ impl PgStore {
     }
 }
 
-/// The facts of the turns `[from, to]`, in id order.
-async fn turn_facts(
-    tx: &mut Transaction<'_, Postgres>,
+/// The facts of the turns `[from, to]`, in id order (content only for a turn still without a
+/// profile).
+pub(in crate::store) async fn turn_facts(
+    conn: &mut PgConnection,
     tenant: &TenantId,
     conversation: &ConversationId,
     from: i64,
     to: i64,
 ) -> Result<Vec<TurnFacts>, sqlx::Error> {
     let rows = sqlx::query(
-        "SELECT id, role, tokens, anchors FROM turns \
+        "SELECT id, role, tokens, anchors, anchors_given, pinned, profile, \
+           CASE WHEN profile IS NULL THEN content END AS content FROM turns \
          WHERE tenant = $1 AND conversation = $2 AND id BETWEEN $3 AND $4 ORDER BY id",
     )
     .bind(tenant.as_str())
     .bind(conversation.as_str())
     .bind(from)
     .bind(to)
-    .fetch_all(&mut **tx)
+    .fetch_all(conn)
     .await?;
     rows.iter()
         .map(|row| {
             let Json(anchors): Json<Vec<String>> = row.try_get("anchors")?;
-            Ok(TurnFacts {
-                id: row.try_get("id")?,
-                role: parse_role(row.try_get("role")?)?,
-                tokens: decode_tokens(row.try_get("tokens")?)?,
+            stored_facts(
+                row.try_get("id")?,
+                parse_role(row.try_get("role")?)?,
+                decode_tokens(row.try_get("tokens")?)?,
                 anchors,
-            })
+                row.try_get("anchors_given")?,
+                row.try_get("pinned")?,
+                row.try_get("profile")?,
+                row.try_get("content")?,
+            )
         })
         .collect()
+}
+
+/// The churn guard's memory: one more rejection from `from` (a rejection from another `from`
+/// starts a new streak).
+async fn count_rejection(
+    tx: &mut Transaction<'_, Postgres>,
+    tenant: &TenantId,
+    conversation: &ConversationId,
+    from: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE conversations SET \
+           rejected_streak = CASE WHEN rejected_from = $3 THEN rejected_streak + 1 ELSE 1 END, \
+           rejected_from = $3 \
+         WHERE tenant = $1 AND conversation = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(conversation.as_str())
+    .bind(from)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
 
 async fn insert_checkpoint(
@@ -172,6 +207,7 @@ async fn insert_checkpoint(
     conversation: &ConversationId,
     checkpoint_id: i64,
     verdict: &Verdict,
+    candidates_used: &[u8],
     summary: &str,
 ) -> Result<(), sqlx::Error> {
     let advanced_to = verdict
@@ -179,9 +215,9 @@ async fn insert_checkpoint(
         .ok_or_else(|| sqlx::Error::Protocol("a persisted verdict always advances".into()))?;
     sqlx::query(
         "INSERT INTO checkpoints (tenant, conversation, checkpoint_id, from_id, to_id, advanced_to, outcome, \
-           covered, uncovered, not_compacted, summary, summary_tokens, verdict) \
+           covered, uncovered, not_compacted, summary, summary_tokens, verdict, candidates_used) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, \
-           $8::int8multirange, $9::int8multirange, $10::int8multirange, $11, $12, $13)",
+           $8::int8multirange, $9::int8multirange, $10::int8multirange, $11, $12, $13, $14)",
     )
     .bind(tenant.as_str())
     .bind(conversation.as_str())
@@ -196,10 +232,13 @@ async fn insert_checkpoint(
     .bind(summary.as_bytes())
     .bind(i64::from(verdict.summary_tokens))
     .bind(Json(verdict))
+    .bind(candidates_used)
     .execute(&mut **tx)
     .await?;
     sqlx::query(
-        "UPDATE conversations SET latest_checkpoint = $3, checkpoint_count = $3 WHERE tenant = $1 AND conversation = $2",
+        "UPDATE conversations SET latest_checkpoint = $3, checkpoint_count = $3, \
+           rejected_from = NULL, rejected_streak = 0 \
+         WHERE tenant = $1 AND conversation = $2",
     )
     .bind(tenant.as_str())
     .bind(conversation.as_str())

@@ -1,5 +1,6 @@
 //! The Postgres backend: for teams that share one gatekeeper database across many agents.
 
+mod backfill;
 mod checkpoints;
 mod feed;
 mod idempotency;
@@ -7,6 +8,7 @@ mod reads;
 mod turns;
 
 use super::*;
+use checkpoints::turn_facts;
 use sqlx::PgPool;
 use sqlx::migrate::{MigrateDatabase, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};

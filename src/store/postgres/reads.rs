@@ -3,6 +3,7 @@
 use super::PgStore;
 use crate::coverage::{IdRanges, Reason, Role};
 use crate::domain::{ConversationId, TenantId};
+use crate::store::profiles::deciding_anchors;
 use crate::store::{
     ContextCheckpoint, ContextTurn, ReconstructRow, SpanningCheckpoint, decode_text, decode_tokens,
     parse_role,
@@ -19,14 +20,19 @@ impl PgStore {
         turn: i64,
     ) -> Result<Option<ReconstructRow>, sqlx::Error> {
         let row = sqlx::query(
-            "SELECT t.role, t.content, t.anchors, c.checkpoint_id, c.covered_turn, \
+            "SELECT t.role, t.content, t.anchors, t.anchors_given, c.checkpoint_id, c.covered_turn, \
                CASE WHEN c.covered_turn THEN c.summary END AS summary, \
+               CASE WHEN c.covered_turn AND t.anchors_given = false THEN t.profile END AS profile, \
+               CASE WHEN c.covered_turn THEN \
+                 substring(c.candidates_used from (2 * (t.id - c.from_id) + 1)::int for 2) \
+               END AS used, \
                CASE WHEN NOT c.covered_turn THEN \
                  jsonb_path_query_first(c.verdict, '$.turns[*] ? (@.id == $id).reason', jsonb_build_object('id', t.id)) \
                END AS reason \
              FROM turns t \
              LEFT JOIN LATERAL ( \
-               SELECT k.checkpoint_id, k.covered @> t.id AS covered_turn, k.summary, k.verdict \
+               SELECT k.checkpoint_id, k.covered @> t.id AS covered_turn, k.summary, k.verdict, \
+                 k.from_id, k.candidates_used \
                FROM checkpoints k \
                WHERE k.tenant = t.tenant AND k.conversation = t.conversation \
                  AND k.from_id <= t.id AND t.id <= k.advanced_to \
@@ -41,6 +47,12 @@ impl PgStore {
         .await?;
         let Some(row) = row else { return Ok(None) };
         let Json(anchors): Json<Vec<String>> = row.try_get("anchors")?;
+        let deciding_anchors = deciding_anchors(
+            anchors,
+            row.try_get("anchors_given")?,
+            row.try_get("profile")?,
+            row.try_get("used")?,
+        )?;
         let checkpoint = match row.try_get::<Option<i64>, _>("checkpoint_id")? {
             None => None,
             Some(checkpoint_id) => {
@@ -57,7 +69,7 @@ impl PgStore {
         Ok(Some(ReconstructRow {
             role: parse_role(row.try_get("role")?)?,
             content: decode_text(row.try_get("content")?)?,
-            anchors,
+            deciding_anchors,
             checkpoint,
         }))
     }

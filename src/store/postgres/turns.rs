@@ -3,11 +3,15 @@
 use super::PgStore;
 use super::idempotency::{find_answer, record_answer};
 use crate::append::{LoggedTurn, PreparedTurn, plan_append};
+use crate::coverage::TermProfile;
+use crate::coverage::terms::TermKey;
 use crate::domain::{ConversationId, TenantId};
+use crate::store::profiles::{term_column, term_from_column};
 use crate::store::{
-    AppendResult, ConversationRow, IdempotencyClaim, LatestCheckpoint, StoredTurn, append_answer,
-    decode_text, decode_tokens, parse_outcome, parse_role,
+    AppendResult, ConversationRow, IdempotencyClaim, LatestCheckpoint, PinResult, StoredTurn,
+    append_answer, decode_text, decode_tokens, parse_outcome, parse_role,
 };
+use foldhash::HashMap;
 use sqlx::types::Json;
 use sqlx::{Postgres, Row, Transaction};
 
@@ -18,6 +22,7 @@ impl PgStore {
         tenant: &TenantId,
         conversation: &ConversationId,
         batch: Vec<PreparedTurn>,
+        anchor_count: usize,
         claim: Option<&IdempotencyClaim>,
     ) -> Result<AppendResult, sqlx::Error> {
         let mut tx = self.pool.begin().await?;
@@ -51,11 +56,19 @@ impl PgStore {
             Ok(plan) => plan,
             Err(conflict) => return Ok(AppendResult::Conflict(conflict)),
         };
+        let keys = plan.candidate_keys();
+        let seen = if keys.is_empty() {
+            HashMap::default()
+        } else {
+            term_counts(&mut tx, tenant, conversation, &keys).await?
+        };
+        let plan = plan.rank(&seen, anchor_count);
         if !plan.new.is_empty() {
             for chunk in in_chunks(&plan.new) {
                 insert_turns(&mut tx, tenant, conversation, chunk).await?;
             }
-            let added: i64 = plan.new.iter().map(|t| i64::from(t.tokens)).sum();
+            add_term_counts(&mut tx, tenant, conversation, &plan.counts_added).await?;
+            let added: i64 = plan.new.iter().map(|(t, _)| i64::from(t.tokens)).sum();
             sqlx::query(
                 "UPDATE conversations SET next_id = $3, total_tokens = total_tokens + $4 \
                  WHERE tenant = $1 AND conversation = $2",
@@ -88,8 +101,8 @@ impl PgStore {
         id: i64,
     ) -> Result<Option<StoredTurn>, sqlx::Error> {
         let row = sqlx::query(
-            "SELECT id, role, content, tokens, anchors, external_id, created_at FROM turns \
-             WHERE tenant = $1 AND conversation = $2 AND id = $3",
+            "SELECT id, role, content, tokens, anchors, anchors_given, pinned, external_id, created_at \
+             FROM turns WHERE tenant = $1 AND conversation = $2 AND id = $3",
         )
         .bind(tenant.as_str())
         .bind(conversation.as_str())
@@ -111,7 +124,8 @@ impl PgStore {
         conversation: &ConversationId,
     ) -> Result<Option<ConversationRow>, sqlx::Error> {
         let row = sqlx::query(
-            "SELECT c.next_id, c.total_tokens, c.checkpoint_count, k.checkpoint_id, k.from_id, k.advanced_to, k.outcome \
+            "SELECT c.next_id, c.total_tokens, c.checkpoint_count, c.rejected_from, c.rejected_streak, \
+               k.checkpoint_id, k.from_id, k.advanced_to, k.outcome \
              FROM conversations c LEFT JOIN checkpoints k ON k.tenant = c.tenant \
                AND k.conversation = c.conversation AND k.checkpoint_id = c.latest_checkpoint \
              WHERE c.tenant = $1 AND c.conversation = $2",
@@ -135,10 +149,117 @@ impl PgStore {
                 total_tokens: row.try_get("total_tokens")?,
                 checkpoint_count: row.try_get("checkpoint_count")?,
                 latest,
+                rejected_from: row.try_get("rejected_from")?,
+                rejected_streak: u32::try_from(row.try_get::<i32, _>("rejected_streak")?)
+                    .map_err(|e| sqlx::Error::Decode(e.into()))?,
             })
         })
         .transpose()
     }
+}
+
+impl PgStore {
+    /// Pins or unpins a turn under the conversation's lock, so no decision is half-way through
+    /// it; a turn a checkpoint covers cannot be pinned (its summary already stands for it).
+    pub(super) async fn write_pinned(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        id: i64,
+        pinned: bool,
+    ) -> Result<PinResult, sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        if lock_conversation(&mut tx, tenant, conversation)
+            .await?
+            .is_none()
+        {
+            return Ok(PinResult::NotInLog);
+        }
+        if pinned {
+            // The checkpoint that decides the turn, if any, and whether it covers it.
+            let decider: Option<(i64, bool)> = sqlx::query_as(
+                "SELECT checkpoint_id, covered @> $3::int8 FROM checkpoints \
+                 WHERE tenant = $1 AND conversation = $2 AND from_id <= $3 AND $3 <= advanced_to \
+                 ORDER BY checkpoint_id DESC LIMIT 1",
+            )
+            .bind(tenant.as_str())
+            .bind(conversation.as_str())
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some((checkpoint_id, true)) = decider {
+                return Ok(PinResult::Covered { checkpoint_id });
+            }
+        }
+        let row = sqlx::query(
+            "UPDATE turns SET pinned = $4 WHERE tenant = $1 AND conversation = $2 AND id = $3 \
+             RETURNING id, role, content, tokens, anchors, anchors_given, pinned, external_id, created_at",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .bind(id)
+        .bind(pinned)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else {
+            return Ok(PinResult::NotInLog);
+        };
+        let turn = StoredTurn {
+            created_at: row.try_get("created_at")?,
+            turn: logged_turn(&row)?,
+        };
+        tx.commit().await?;
+        Ok(PinResult::Done(turn))
+    }
+}
+
+/// How many earlier turns of the conversation kept each of `keys` as a candidate.
+async fn term_counts(
+    tx: &mut Transaction<'_, Postgres>,
+    tenant: &TenantId,
+    conversation: &ConversationId,
+    keys: &[TermKey],
+) -> Result<HashMap<TermKey, u32>, sqlx::Error> {
+    let terms: Vec<i32> = keys.iter().map(|&k| term_column(k)).collect();
+    let rows: Vec<(i32, i32)> = sqlx::query_as(
+        "SELECT term, turns FROM term_counts WHERE tenant = $1 AND conversation = $2 AND term = ANY($3)",
+    )
+    .bind(tenant.as_str())
+    .bind(conversation.as_str())
+    .bind(terms)
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(term, turns)| (term_from_column(term), turns.max(0) as u32))
+        .collect())
+}
+
+pub(super) async fn add_term_counts(
+    tx: &mut Transaction<'_, Postgres>,
+    tenant: &TenantId,
+    conversation: &ConversationId,
+    added: &HashMap<TermKey, u32>,
+) -> Result<(), sqlx::Error> {
+    if added.is_empty() {
+        return Ok(());
+    }
+    let (terms, turns): (Vec<i32>, Vec<i32>) = added
+        .iter()
+        .map(|(&k, &n)| (term_column(k), i32::try_from(n).unwrap_or(i32::MAX)))
+        .unzip();
+    sqlx::query(
+        "INSERT INTO term_counts (tenant, conversation, term, turns) \
+         SELECT $1, $2, u.term, u.turns FROM UNNEST($3::int4[], $4::int4[]) AS u(term, turns) \
+         ON CONFLICT (tenant, conversation, term) DO UPDATE SET turns = term_counts.turns + EXCLUDED.turns",
+    )
+    .bind(tenant.as_str())
+    .bind(conversation.as_str())
+    .bind(terms)
+    .bind(turns)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
 
 /// Locks the conversation's row for the rest of the transaction: appends and decisions on one
@@ -164,7 +285,7 @@ async fn load_turns(
     ids: &[i64],
 ) -> Result<Vec<LoggedTurn>, sqlx::Error> {
     let rows = sqlx::query(
-        "SELECT id, role, content, tokens, anchors, external_id FROM turns \
+        "SELECT id, role, content, tokens, anchors, anchors_given, pinned, external_id FROM turns \
          WHERE tenant = $1 AND conversation = $2 AND id = ANY($3)",
     )
     .bind(tenant.as_str())
@@ -182,7 +303,9 @@ async fn load_turns(
 const INSERT_CHUNK_BYTES: usize = 256 << 10;
 
 /// `turns` cut into runs of about [`INSERT_CHUNK_BYTES`] of content (a longer turn alone).
-fn in_chunks(turns: &[LoggedTurn]) -> impl Iterator<Item = &[LoggedTurn]> {
+fn in_chunks(
+    turns: &[(LoggedTurn, TermProfile)],
+) -> impl Iterator<Item = &[(LoggedTurn, TermProfile)]> {
     let mut rest = turns;
     std::iter::from_fn(move || {
         if rest.is_empty() {
@@ -191,7 +314,7 @@ fn in_chunks(turns: &[LoggedTurn]) -> impl Iterator<Item = &[LoggedTurn]> {
         let mut bytes = 0;
         let len = rest
             .iter()
-            .position(|t| {
+            .position(|(t, _)| {
                 bytes += t.content.len();
                 bytes > INSERT_CHUNK_BYTES
             })
@@ -206,20 +329,28 @@ async fn insert_turns(
     tx: &mut Transaction<'_, Postgres>,
     tenant: &TenantId,
     conversation: &ConversationId,
-    turns: &[LoggedTurn],
+    turns: &[(LoggedTurn, TermProfile)],
 ) -> Result<(), sqlx::Error> {
     // One multi-row INSERT over UNNEST: a round trip per chunk, not per turn.
-    let ids: Vec<i64> = turns.iter().map(|t| t.id).collect();
-    let roles: Vec<&str> = turns.iter().map(|t| t.role.as_str()).collect();
-    let contents: Vec<&[u8]> = turns.iter().map(|t| t.content.as_bytes()).collect();
-    let tokens: Vec<i64> = turns.iter().map(|t| i64::from(t.tokens)).collect();
-    let anchors: Vec<Json<&Vec<String>>> = turns.iter().map(|t| Json(&t.anchors)).collect();
-    let external_ids: Vec<Option<&str>> = turns.iter().map(|t| t.external_id.as_deref()).collect();
+    let ids: Vec<i64> = turns.iter().map(|(t, _)| t.id).collect();
+    let roles: Vec<&str> = turns.iter().map(|(t, _)| t.role.as_str()).collect();
+    let contents: Vec<&[u8]> = turns.iter().map(|(t, _)| t.content.as_bytes()).collect();
+    let tokens: Vec<i64> = turns.iter().map(|(t, _)| i64::from(t.tokens)).collect();
+    let anchors: Vec<Json<&Vec<String>>> = turns.iter().map(|(t, _)| Json(&t.anchors)).collect();
+    let given: Vec<bool> = turns.iter().map(|(t, _)| t.anchors_given).collect();
+    let pinned: Vec<bool> = turns.iter().map(|(t, _)| t.pinned).collect();
+    let profiles: Vec<&[u8]> = turns.iter().map(|(_, p)| p.as_bytes()).collect();
+    let external_ids: Vec<Option<&str>> = turns
+        .iter()
+        .map(|(t, _)| t.external_id.as_deref())
+        .collect();
     sqlx::query(
-        "INSERT INTO turns (tenant, conversation, id, role, content, tokens, anchors, external_id) \
-         SELECT $1, $2, u.id, u.role, u.content, u.tokens, u.anchors, u.external_id \
-         FROM UNNEST($3::int8[], $4::text[], $5::bytea[], $6::int8[], $7::jsonb[], $8::text[]) \
-           AS u(id, role, content, tokens, anchors, external_id)",
+        "INSERT INTO turns (tenant, conversation, id, role, content, tokens, anchors, anchors_given, \
+           pinned, profile, external_id) \
+         SELECT $1, $2, u.id, u.role, u.content, u.tokens, u.anchors, u.given, u.pinned, u.profile, u.external_id \
+         FROM UNNEST($3::int8[], $4::text[], $5::bytea[], $6::int8[], $7::jsonb[], $8::bool[], $9::bool[], \
+           $10::bytea[], $11::text[]) \
+           AS u(id, role, content, tokens, anchors, given, pinned, profile, external_id)",
     )
     .bind(tenant.as_str())
     .bind(conversation.as_str())
@@ -228,13 +359,16 @@ async fn insert_turns(
     .bind(contents)
     .bind(tokens)
     .bind(anchors)
+    .bind(given)
+    .bind(pinned)
+    .bind(profiles)
     .bind(external_ids)
     .execute(&mut **tx)
     .await?;
     Ok(())
 }
 
-fn logged_turn(row: &sqlx::postgres::PgRow) -> Result<LoggedTurn, sqlx::Error> {
+pub(super) fn logged_turn(row: &sqlx::postgres::PgRow) -> Result<LoggedTurn, sqlx::Error> {
     let Json(anchors): Json<Vec<String>> = row.try_get("anchors")?;
     Ok(LoggedTurn {
         id: row.try_get("id")?,
@@ -242,7 +376,12 @@ fn logged_turn(row: &sqlx::postgres::PgRow) -> Result<LoggedTurn, sqlx::Error> {
         content: decode_text(row.try_get("content")?)?,
         tokens: decode_tokens(row.try_get("tokens")?)?,
         anchors,
+        // Turns stored before rule 2b read as given until the backfill classifies them.
+        anchors_given: row
+            .try_get::<Option<bool>, _>("anchors_given")?
+            .unwrap_or(true),
         external_id: row.try_get("external_id")?,
+        pinned: row.try_get("pinned")?,
     })
 }
 
@@ -251,24 +390,29 @@ mod tests {
     use super::*;
     use crate::coverage::Role;
 
-    fn turns(sizes: &[usize]) -> Vec<LoggedTurn> {
+    fn turns(sizes: &[usize]) -> Vec<(LoggedTurn, TermProfile)> {
         sizes
             .iter()
             .enumerate()
-            .map(|(i, &size)| LoggedTurn {
-                id: i as i64,
-                role: Role::User,
-                content: "x".repeat(size),
-                tokens: 1,
-                anchors: vec![],
-                external_id: None,
+            .map(|(i, &size)| {
+                let turn = LoggedTurn {
+                    id: i as i64,
+                    role: Role::User,
+                    content: "x".repeat(size),
+                    tokens: 1,
+                    anchors: vec![],
+                    anchors_given: false,
+                    external_id: None,
+                    pinned: false,
+                };
+                (turn, TermProfile::default())
             })
             .collect()
     }
 
-    fn chunk_ids(turns: &[LoggedTurn]) -> Vec<Vec<i64>> {
+    fn chunk_ids(turns: &[(LoggedTurn, TermProfile)]) -> Vec<Vec<i64>> {
         in_chunks(turns)
-            .map(|c| c.iter().map(|t| t.id).collect())
+            .map(|c| c.iter().map(|(t, _)| t.id).collect())
             .collect()
     }
 

@@ -2,13 +2,14 @@
 
 use super::SqliteStore;
 use super::idempotency::{find_answer, record_answer};
-use crate::coverage::{TurnFacts, Verdict};
+use crate::coverage::{Outcome, TurnFacts, Verdict};
 use crate::domain::{ConversationId, TenantId};
+use crate::store::profiles::{encode_candidates_used, stored_facts};
 use crate::store::{
     CheckpointRow, IdempotencyClaim, ProposeInput, ProposeResult, decide_loaded, decode_json,
     decode_text, decode_tokens, parse_role, persists, precheck, verdict_answer,
 };
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::{Row, SqliteConnection};
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String, sqlx::Error> {
     serde_json::to_string(value).map_err(|e| sqlx::Error::Encode(e.into()))
@@ -56,11 +57,27 @@ impl SqliteStore {
             input.proposal.to,
         )
         .await?;
-        let verdict = match decide_loaded(&input, turns).await? {
-            Ok(verdict) => verdict,
+        let decision = match decide_loaded(&input, turns).await? {
+            Ok(decision) => decision,
             Err(invalid) => return Ok(ProposeResult::Invalid(invalid)),
         };
+        let verdict = decision.verdict;
         if !persists(&input, &verdict) {
+            if verdict.outcome == Outcome::Rejected && !input.dry_run {
+                // The churn guard's memory: one more rejection from `from`.
+                sqlx::query(
+                    "UPDATE conversations SET \
+                       rejected_streak = CASE WHEN rejected_from = ?3 THEN rejected_streak + 1 ELSE 1 END, \
+                       rejected_from = ?3 \
+                     WHERE tenant = ?1 AND conversation = ?2",
+                )
+                .bind(tenant.as_str())
+                .bind(conversation.as_str())
+                .bind(verdict.from)
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+            }
             return Ok(ProposeResult::Decided {
                 verdict,
                 checkpoint_id: None,
@@ -72,8 +89,8 @@ impl SqliteStore {
             .ok_or_else(|| sqlx::Error::Protocol("a persisted verdict always advances".into()))?;
         sqlx::query(
             "INSERT INTO checkpoints (tenant, conversation, checkpoint_id, from_id, to_id, advanced_to, outcome, \
-               covered, uncovered, not_compacted, summary, summary_tokens, verdict) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+               covered, uncovered, not_compacted, summary, summary_tokens, verdict, candidates_used) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
         )
         .bind(tenant.as_str())
         .bind(conversation.as_str())
@@ -88,10 +105,13 @@ impl SqliteStore {
         .bind(input.proposal.summary.as_bytes())
         .bind(i64::from(verdict.summary_tokens))
         .bind(to_json(&verdict)?)
+        .bind(encode_candidates_used(&decision.candidates_used))
         .execute(&mut *tx)
         .await?;
         sqlx::query(
-            "UPDATE conversations SET latest_checkpoint = ?3, checkpoint_count = ?3 WHERE tenant = ?1 AND conversation = ?2",
+            "UPDATE conversations SET latest_checkpoint = ?3, checkpoint_count = ?3, \
+               rejected_from = NULL, rejected_streak = 0 \
+             WHERE tenant = ?1 AND conversation = ?2",
         )
         .bind(tenant.as_str())
         .bind(conversation.as_str())
@@ -162,31 +182,38 @@ impl SqliteStore {
     }
 }
 
-async fn turn_facts(
-    tx: &mut Transaction<'_, Sqlite>,
+/// The facts of the turns `[from, to]`, in id order (content only for a turn still without a
+/// profile).
+pub(in crate::store) async fn turn_facts(
+    conn: &mut SqliteConnection,
     tenant: &TenantId,
     conversation: &ConversationId,
     from: i64,
     to: i64,
 ) -> Result<Vec<TurnFacts>, sqlx::Error> {
     let rows = sqlx::query(
-        "SELECT id, role, tokens, anchors FROM turns \
+        "SELECT id, role, tokens, anchors, anchors_given, pinned, profile, \
+           CASE WHEN profile IS NULL THEN content END AS content FROM turns \
          WHERE tenant = ?1 AND conversation = ?2 AND id BETWEEN ?3 AND ?4 ORDER BY id",
     )
     .bind(tenant.as_str())
     .bind(conversation.as_str())
     .bind(from)
     .bind(to)
-    .fetch_all(&mut **tx)
+    .fetch_all(conn)
     .await?;
     rows.iter()
         .map(|row| {
-            Ok(TurnFacts {
-                id: row.try_get("id")?,
-                role: parse_role(row.try_get("role")?)?,
-                tokens: decode_tokens(row.try_get("tokens")?)?,
-                anchors: decode_json(row.try_get("anchors")?)?,
-            })
+            stored_facts(
+                row.try_get("id")?,
+                parse_role(row.try_get("role")?)?,
+                decode_tokens(row.try_get("tokens")?)?,
+                decode_json(row.try_get("anchors")?)?,
+                row.try_get("anchors_given")?,
+                row.try_get("pinned")?,
+                row.try_get("profile")?,
+                row.try_get("content")?,
+            )
         })
         .collect()
 }

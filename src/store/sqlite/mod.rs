@@ -4,12 +4,14 @@
 //! on, and every write transaction opened with `BEGIN IMMEDIATE`: it takes the database's write
 //! lock up front, which serializes appends and decisions across connections and processes.
 
+mod backfill;
 mod checkpoints;
 mod idempotency;
 mod reads;
 mod turns;
 
 use super::*;
+use checkpoints::turn_facts;
 use sqlx::SqlitePool;
 use sqlx::migrate::Migrator;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};

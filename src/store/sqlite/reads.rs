@@ -3,6 +3,7 @@
 use super::SqliteStore;
 use crate::coverage::{IdRanges, Reason, Role};
 use crate::domain::{ConversationId, TenantId};
+use crate::store::profiles::deciding_anchors;
 use crate::store::{
     ContextCheckpoint, ContextTurn, ReconstructRow, SpanningCheckpoint, decode_json, decode_text,
     decode_tokens, parse_role,
@@ -17,7 +18,7 @@ impl SqliteStore {
         turn: i64,
     ) -> Result<Option<ReconstructRow>, sqlx::Error> {
         let row = sqlx::query(
-            "SELECT t.role, t.content, t.anchors, k.checkpoint_id, k.covered \
+            "SELECT t.role, t.content, t.anchors, t.anchors_given, k.checkpoint_id, k.covered \
              FROM turns t LEFT JOIN checkpoints k ON k.tenant = t.tenant AND k.conversation = t.conversation \
                AND k.checkpoint_id = ( \
                  SELECT max(c.checkpoint_id) FROM checkpoints c \
@@ -31,6 +32,9 @@ impl SqliteStore {
         .fetch_optional(&self.pool)
         .await?;
         let Some(row) = row else { return Ok(None) };
+        // A covered turn's profile and the checkpoint's candidates used for it.
+        type Deciding = (Option<Vec<u8>>, Option<Vec<u8>>);
+        let mut deciding: Option<Deciding> = None;
         let checkpoint = match row.try_get::<Option<i64>, _>("checkpoint_id")? {
             None => None,
             Some(checkpoint_id) => {
@@ -44,15 +48,20 @@ impl SqliteStore {
                     reason: None,
                 };
                 if spanning.covered {
-                    let summary: Vec<u8> = sqlx::query_scalar(
-                        "SELECT summary FROM checkpoints WHERE tenant = ?1 AND conversation = ?2 AND checkpoint_id = ?3",
+                    let covering = sqlx::query(
+                        "SELECT k.summary, substr(k.candidates_used, 2 * (t.id - k.from_id) + 1, 2) AS used, \
+                           CASE WHEN t.anchors_given = 0 THEN t.profile END AS profile \
+                         FROM checkpoints k JOIN turns t ON t.tenant = k.tenant AND t.conversation = k.conversation \
+                         WHERE k.tenant = ?1 AND k.conversation = ?2 AND k.checkpoint_id = ?3 AND t.id = ?4",
                     )
                     .bind(tenant.as_str())
                     .bind(conversation.as_str())
                     .bind(checkpoint_id)
+                    .bind(turn)
                     .fetch_one(&self.pool)
                     .await?;
-                    spanning.summary = Some(decode_text(summary)?);
+                    spanning.summary = Some(decode_text(covering.try_get("summary")?)?);
+                    deciding = Some((covering.try_get("profile")?, covering.try_get("used")?));
                 } else {
                     let reason: Option<String> = sqlx::query_scalar(
                         "SELECT json_extract(j.value, '$.reason') FROM checkpoints k, json_each(k.verdict, '$.turns') j \
@@ -75,7 +84,15 @@ impl SqliteStore {
         Ok(Some(ReconstructRow {
             role: parse_role(row.try_get("role")?)?,
             content: decode_text(row.try_get("content")?)?,
-            anchors: decode_json(row.try_get("anchors")?)?,
+            deciding_anchors: match deciding {
+                Some((profile, used)) => deciding_anchors(
+                    decode_json(row.try_get("anchors")?)?,
+                    row.try_get("anchors_given")?,
+                    profile,
+                    used,
+                )?,
+                None => Vec::new(),
+            },
             checkpoint,
         }))
     }

@@ -1,0 +1,157 @@
+//! Rarity within the conversation: a turn's candidates ranked by how many earlier turns of the
+//! conversation already had them, so the anchors a turn gets are what is new in it.
+
+use super::{AnchorSource, Candidate, candidates_of, ranked};
+use crate::coverage::profile::{MAX_CANDIDATES, TermProfile};
+use crate::coverage::terms::{TermKey, countable_key, term_keys};
+use foldhash::HashMap;
+
+/// Candidates considered per turn before rarity picks the [`MAX_CANDIDATES`] it keeps.
+const DRAFT_CANDIDATES: usize = 2 * MAX_CANDIDATES;
+
+/// A turn's candidates in tier order and its term keys, before the conversation's counts rank
+/// the candidates by rarity.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Draft {
+    candidates: Vec<(String, TermKey)>,
+    terms: Vec<TermKey>,
+}
+
+impl Draft {
+    /// The draft of a turn whose anchors the service derives.
+    pub fn new(content: &str, source: AnchorSource) -> Self {
+        let any = |_: &Candidate<'_>| true;
+        let terms = term_keys(content);
+        // A candidate must occur in its own turn as the summary matcher reads it (NFKC can
+        // compose a letter and a mark the tokenizer split: `cafe` is not a word of `café`).
+        let candidates = ranked(
+            content,
+            candidates_of(content, source),
+            any,
+            DRAFT_CANDIDATES,
+        )
+        .into_iter()
+        .filter_map(|c| {
+            let (_, key) = countable_key(&c.text)?;
+            terms
+                .binary_search(&key)
+                .is_ok()
+                .then(|| (c.text.into_owned(), key))
+        })
+        .collect();
+        Self { candidates, terms }
+    }
+
+    /// The draft of a turn whose anchors the client gave: its terms only (other turns' derived
+    /// anchors are still counted against them).
+    pub fn terms_only(content: &str) -> Self {
+        Self {
+            candidates: Vec::new(),
+            terms: term_keys(content),
+        }
+    }
+
+    /// The keys whose counts [`rank_by_rarity`] reads.
+    pub fn candidate_keys(&self) -> impl Iterator<Item = TermKey> + '_ {
+        self.candidates.iter().map(|&(_, key)| key)
+    }
+
+    /// The profile in tier order, for a turn read without the conversation's counts (stored
+    /// before profiles existed).
+    pub fn into_profile(self) -> TermProfile {
+        TermProfile::new(
+            self.candidates.iter().map(|(t, k)| (t.as_str(), *k)),
+            self.terms,
+        )
+    }
+}
+
+/// Ranks each draft's candidates by how many earlier turns of the conversation kept them as
+/// candidates (fewest first; ties keep the tier order), keeps the best [`MAX_CANDIDATES`], and
+/// counts those for the drafts after it. `seen` holds the counts before the first draft; the
+/// second result holds what to add to the conversation's counts.
+pub fn rank_by_rarity(
+    drafts: impl IntoIterator<Item = Draft>,
+    seen: &HashMap<TermKey, u32>,
+) -> (Vec<TermProfile>, HashMap<TermKey, u32>) {
+    let mut added: HashMap<TermKey, u32> = HashMap::default();
+    let count = |key: &TermKey, added: &HashMap<TermKey, u32>| {
+        seen.get(key).copied().unwrap_or(0) + added.get(key).copied().unwrap_or(0)
+    };
+    let profiles = drafts
+        .into_iter()
+        .map(|mut draft| {
+            // Stable: equally rare candidates stay in tier order.
+            draft
+                .candidates
+                .sort_by_cached_key(|(_, key)| count(key, &added));
+            draft.candidates.truncate(MAX_CANDIDATES);
+            for (_, key) in &draft.candidates {
+                *added.entry(*key).or_insert(0) += 1;
+            }
+            draft.into_profile()
+        })
+        .collect();
+    (profiles, added)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(profile: &TermProfile) -> Vec<&str> {
+        profile.candidates().map(|c| c.text).collect()
+    }
+
+    #[test]
+    fn a_candidate_seen_in_earlier_turns_ranks_below_a_new_one() {
+        let drafts = [
+            "Reservation ZFA04Y for the honeymoon",
+            "Reservation ZFA04Y and a wheelchair",
+        ]
+        .map(|t| Draft::new(t, AnchorSource::Prose));
+        let (profiles, added) = rank_by_rarity(drafts, &HashMap::default());
+        assert_eq!(
+            texts(&profiles[0])[0],
+            "ZFA04Y",
+            "tier order when nothing is seen"
+        );
+        assert_eq!(
+            texts(&profiles[1])[0],
+            "wheelchair",
+            "ZFA04Y was already a candidate of the turn before"
+        );
+        assert_eq!(
+            added.get(&countable_key("ZFA04Y").unwrap().1),
+            Some(&2),
+            "both turns count it"
+        );
+    }
+
+    #[test]
+    fn counts_from_storage_rank_like_earlier_turns_of_the_batch() {
+        let key = countable_key("ZFA04Y").unwrap().1;
+        let seen = HashMap::from_iter([(key, 5)]);
+        let draft = Draft::new("Reservation ZFA04Y for the honeymoon", AnchorSource::Prose);
+        let (profiles, _) = rank_by_rarity([draft], &seen);
+        assert_eq!(texts(&profiles[0]), ["Reservation", "honeymoon", "ZFA04Y"]);
+    }
+
+    #[test]
+    fn prose_turns_get_plain_words_as_candidates() {
+        let draft = Draft::new(
+            "Yes, please cancel it for my honeymoon.",
+            AnchorSource::Prose,
+        );
+        let profile = draft.into_profile();
+        assert!(texts(&profile).contains(&"honeymoon"), "{profile:?}");
+        assert!(texts(&profile).contains(&"cancel"), "{profile:?}");
+    }
+
+    #[test]
+    fn a_turn_with_given_anchors_keeps_only_its_terms() {
+        let profile = Draft::terms_only("Reservation ZFA04Y").into_profile();
+        assert_eq!(profile.candidate_count(), 0);
+        assert!(profile.terms().count() >= 2);
+    }
+}

@@ -1,0 +1,177 @@
+//! Term keys: what a turn contains, in a form that counts sharing cheaply (rule 2b).
+//!
+//! A derived anchor is evidence for a turn only if no other turn of the proposal's range
+//! contains it, where "contains" means exactly what the summary matcher means: the anchor
+//! occurs in the turn's normalized text at word boundaries. Each turn therefore keeps the keys of
+//! every text a derived anchor could match in it: every run of word characters joined by
+//! identifier punctuation, and every contiguous part of such a run that begins and ends on a word
+//! (`src/store/mod.rs` holds `store`, `store/mod`, `mod.rs`, ...), up to [`MAX_KEY_CHARS`].
+//!
+//! Keys are 32-bit hashes of the normalized text. A collision can only make an anchor look
+//! shared when it is not (a turn left uncovered that could have been covered); it can never make
+//! a shared anchor look distinctive, so hashing never produces a false coverage claim.
+
+use super::derive::{is_inner, is_stop_word};
+use super::normalize::{is_word_char, normalize_text};
+
+/// A hash of a normalized term (see the module docs for why 32 bits are enough).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TermKey(pub u32);
+
+/// Longest term, in characters of the normalized text: longer texts are never anchors.
+pub const MAX_KEY_CHARS: usize = 64;
+
+/// Characters that join words inside one term: the identifier punctuation of the anchor
+/// tokenizer, plus `,` (as in `1,250`).
+pub(crate) fn is_joining(c: char) -> bool {
+    is_inner(c) || c == ','
+}
+
+/// The key of an already normalized text (FNV-1a, 64 bits folded to 32: stable across builds
+/// and platforms, which matters because keys are stored).
+pub fn key_of_normalized(text: &str) -> TermKey {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    TermKey((hash ^ (hash >> 32)) as u32)
+}
+
+/// The normalized form and key of a candidate anchor, or `None` when the term index cannot
+/// count it exactly (so it must never be a derived anchor): its normalized text is empty, longer
+/// than [`MAX_KEY_CHARS`], does not begin and end with a word character, holds a character that
+/// is neither a word character nor joining punctuation, or is a stop-word.
+pub fn countable_key(anchor: &str) -> Option<(String, TermKey)> {
+    let normalized = normalize_text(anchor);
+    let chars = normalized.chars().count();
+    let countable = (2..=MAX_KEY_CHARS).contains(&chars)
+        && normalized.starts_with(is_word_char)
+        && normalized.ends_with(is_word_char)
+        && normalized.chars().all(|c| is_word_char(c) || is_joining(c))
+        && !is_stop_word(&normalized);
+    countable.then(|| {
+        let key = key_of_normalized(&normalized);
+        (normalized, key)
+    })
+}
+
+/// The keys of every term of `content`, sorted and without repeats.
+///
+/// Linear in the content's length: each word starts at most [`MAX_KEY_CHARS`] terms.
+pub fn term_keys(content: &str) -> Vec<TermKey> {
+    let text = normalize_text(content);
+    let mut keys = Vec::new();
+    // The current run of joined words: each word's byte range and character offset.
+    let mut words: Vec<Word> = Vec::new();
+    let mut in_word = false;
+    for (char_index, (byte, c)) in text.char_indices().enumerate() {
+        if is_word_char(c) {
+            if !in_word {
+                words.push(Word {
+                    start: byte,
+                    end: byte,
+                    first_char: char_index,
+                    last_char: char_index,
+                });
+                in_word = true;
+            }
+            let word = words.last_mut().expect("a word was just started");
+            word.end = byte + c.len_utf8();
+            word.last_char = char_index;
+        } else {
+            in_word = false;
+            if !is_joining(c) {
+                push_terms(&text, &words, &mut keys);
+                words.clear();
+            }
+        }
+    }
+    push_terms(&text, &words, &mut keys);
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Word {
+    start: usize,
+    end: usize,
+    first_char: usize,
+    last_char: usize,
+}
+
+/// Every contiguous run of `words` (one joined run of the text) short enough to be an anchor.
+fn push_terms(text: &str, words: &[Word], keys: &mut Vec<TermKey>) {
+    for (i, first) in words.iter().enumerate() {
+        for last in &words[i..] {
+            if last.last_char + 1 - first.first_char > MAX_KEY_CHARS {
+                break;
+            }
+            let term = &text[first.start..last.end];
+            // Lone words that can never be anchors are left out to keep the index small.
+            if first.start == last.start
+                && (first.last_char == first.first_char || is_stop_word(term))
+            {
+                continue;
+            }
+            keys.push(key_of_normalized(term));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn has(content: &str, term: &str) -> bool {
+        let key = key_of_normalized(&normalize_text(term));
+        term_keys(content).binary_search(&key).is_ok()
+    }
+
+    #[test]
+    fn every_word_bounded_part_of_a_joined_run_is_a_term() {
+        let content = "See src/store/mod.rs, then v1.2 and mia_li_3668.";
+        for term in [
+            "src",
+            "store",
+            "src/store",
+            "store/mod",
+            "mod.rs",
+            "src/store/mod.rs",
+            "v1.2",
+            "mia_li_3668",
+            "li_3668",
+            "3668",
+        ] {
+            assert!(has(content, term), "{term}");
+        }
+        assert!(!has(content, "tore"));
+        assert!(!has(content, "rs, then"));
+    }
+
+    #[test]
+    fn terms_are_normalized_like_the_summary_matcher() {
+        assert!(has("Straße ZFA04Y", "STRASSE"));
+        assert!(has("ﬁle", "file"));
+        assert!(has("ZFA04Y", "zfa04y"));
+    }
+
+    #[test]
+    fn stop_words_and_single_characters_are_not_countable() {
+        assert!(countable_key("the").is_none());
+        assert!(countable_key("x").is_none());
+        assert!(countable_key("(v1)").is_none());
+        assert!(
+            countable_key("½").is_none(),
+            "normalizes to 1⁄2: not joining punctuation"
+        );
+        assert!(countable_key("HAT170").is_some());
+    }
+
+    #[test]
+    fn keys_are_stable_across_builds() {
+        // Stored in the database: a change here would need a data migration.
+        assert_eq!(key_of_normalized("zfa04y"), TermKey(0x28df_d65e));
+    }
+}

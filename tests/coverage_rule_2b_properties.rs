@@ -1,0 +1,175 @@
+//! Invariants of rule 2b over random texts, checked against a naive matcher that reads the
+//! turns' content (the decision never does: it counts term keys).
+
+use gatekeeper::coverage::derive::{AnchorSource, Draft, rank_by_rarity};
+use gatekeeper::coverage::terms::term_keys;
+use gatekeeper::coverage::{
+    Mode, Policy, Proposal, Role, TurnAnchors, TurnFacts, decide, decide_with_evidence,
+};
+use proptest::prelude::*;
+use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::char::canonical_combining_class;
+
+/// Tokens that overlap, nest inside paths and identifiers, and differ only by case, width,
+/// composition or marks.
+const WORDS: &[&str] = &[
+    "ZFA04Y",
+    "zfa04y",
+    "ＺＦＡ０４Ｙ",
+    "src/store/mod.rs",
+    "store",
+    "mod.rs",
+    "mia_li_3668",
+    "li",
+    "3668",
+    "Straße",
+    "STRASSE",
+    "café",
+    "cafe\u{301}",
+    "İstanbul",
+    "istanbul",
+    "honeymoon",
+    "Honeymoon",
+    "Boston",
+    "v1.2",
+    "1,250",
+    "250",
+    "HAT170",
+    "$100",
+    "#123",
+    "round-trip",
+    "trip",
+    "New",
+    "York",
+    "ﬁle",
+    "file",
+];
+
+const SEPARATORS: &[&str] = &[" ", ", ", ". ", "/", "_", "-", "\n", " (", ") ", ": "];
+
+fn text() -> impl Strategy<Value = String> {
+    prop::collection::vec((0..WORDS.len(), 0..SEPARATORS.len()), 1..8).prop_map(|parts| {
+        parts
+            .into_iter()
+            .map(|(w, s)| format!("{}{}", WORDS[w], SEPARATORS[s]))
+            .collect()
+    })
+}
+
+/// Rule 2's matching, written out naively: NFKC, full case folding, whitespace collapsed; an
+/// occurrence counts when no letter, digit or combining mark touches either end.
+fn naive_present(anchor: &str, text: &str) -> bool {
+    fn norm(s: &str) -> String {
+        let folded: String = caseless::default_case_fold_str(&s.nfkc().collect::<String>())
+            .nfkc()
+            .collect();
+        folded.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+    fn word(c: char) -> bool {
+        c.is_alphanumeric() || canonical_combining_class(c) != 0
+    }
+    let (anchor, text) = (norm(anchor), norm(text));
+    !anchor.is_empty()
+        && text.char_indices().any(|(i, _)| {
+            text[i..].starts_with(&anchor)
+                && !text[..i].chars().next_back().is_some_and(word)
+                && !text[i + anchor.len()..].chars().next().is_some_and(word)
+        })
+}
+
+fn derived(texts: &[String]) -> Vec<TurnFacts> {
+    let drafts = texts.iter().map(|t| Draft::new(t, AnchorSource::Prose));
+    let (profiles, _) = rank_by_rarity(drafts, &Default::default());
+    profiles
+        .into_iter()
+        .enumerate()
+        .map(|(i, profile)| TurnFacts {
+            id: i as i64,
+            role: Role::User,
+            tokens: 10,
+            anchors: TurnAnchors::Derived,
+            pinned: false,
+            profile,
+        })
+        .collect()
+}
+
+fn proposal(to: i64, summary: String) -> Proposal {
+    Proposal {
+        from: 0,
+        to,
+        summary,
+        summary_budget: 10_000,
+        summary_tokens: 100,
+        consumed: None,
+        finish_reason: None,
+        end_marker: None,
+        mode: Mode::Narrow,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn a_turns_term_keys_hold_every_candidate_its_text_contains(a in text(), b in text()) {
+        let keys = term_keys(&b);
+        for candidate in Draft::new(&a, AnchorSource::Prose).into_profile().candidates() {
+            if naive_present(candidate.text, &b) {
+                prop_assert!(
+                    keys.binary_search(&candidate.key).is_ok(),
+                    "{:?} occurs in {:?} but is not among its terms", candidate.text, b
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_turn_is_covered_only_by_its_anchors_in_the_summary_its_own_words_first(
+        texts in prop::collection::vec(text(), 1..8),
+        pieces in prop::collection::vec((0usize..8, 0..WORDS.len()), 0..12),
+    ) {
+        // The summary: some of the texts and some loose words, so anchors are often present.
+        let mut summary = String::new();
+        for (t, w) in pieces {
+            summary.push_str(texts.get(t).map_or(WORDS[w], String::as_str));
+            summary.push_str(". ");
+        }
+        let turns = derived(&texts);
+        let d = decide_with_evidence(&proposal(texts.len() as i64 - 1, summary.clone()), &turns, &Policy::default()).unwrap();
+        let held_elsewhere = |k: usize, anchor: &str| {
+            texts.iter().enumerate().any(|(j, other)| j != k && naive_present(anchor, other))
+        };
+        for (k, turn) in turns.iter().enumerate() {
+            let used: Vec<&str> = turn.profile.candidates().enumerate()
+                .filter(|(i, _)| d.candidates_used[k] & (1 << i) != 0)
+                .map(|(_, c)| c.text)
+                .collect();
+            prop_assert_eq!(d.verdict.covered.contains(turn.id), !used.is_empty(), "turn {}", k);
+            for anchor in &used {
+                prop_assert!(naive_present(anchor, &summary), "{:?} not in {:?}", anchor, summary);
+            }
+            // A word another turn holds decides only after every word the turn has alone.
+            if used.iter().any(|a| held_elsewhere(k, a)) {
+                for own in turn.profile.candidates().filter(|c| !held_elsewhere(k, c.text)) {
+                    prop_assert!(used.contains(&own.text), "turn {} is covered by {:?} but not by its own {:?}", k, used, own.text);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_derived_verdict_never_depends_on_the_order_turns_arrive_in(
+        texts in prop::collection::vec(text(), 1..8),
+        summary in text(),
+        rotate in 0usize..8,
+    ) {
+        let turns = derived(&texts);
+        let expected = decide(&proposal(texts.len() as i64 - 1, summary.clone()), &turns, &Policy::default()).unwrap();
+        let mut shuffled = turns.clone();
+        let n = shuffled.len();
+        shuffled.rotate_left(rotate % n);
+        shuffled.reverse();
+        prop_assert_eq!(decide(&proposal(texts.len() as i64 - 1, summary), &shuffled, &Policy::default()).unwrap(), expected);
+    }
+}
