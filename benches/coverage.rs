@@ -92,7 +92,7 @@ fn derived_workload() -> (Vec<TurnFacts>, String) {
         .enumerate()
     {
         if summary.len() < SUMMARY_BYTES - 64 && i % 10 != 9 {
-            summary.push_str(&check.anchors.join(", "));
+            summary.push_str(&check.anchors().collect::<Vec<_>>().join(", "));
             summary.push_str("; ");
         }
     }
@@ -138,6 +138,10 @@ fn bench_decide(c: &mut Criterion) {
     let derived = proposal(&summary, None);
     group.bench_function("derived_anchors_rule_2b", |b| {
         b.iter(|| decide(black_box(&derived), &turns, &policy).unwrap())
+    });
+    let refs: Vec<&TurnFacts> = turns.iter().collect();
+    group.bench_function("rule_2b_anchors_alone", |b| {
+        b.iter(|| distinctive::checks(black_box(&refs), &policy).len())
     });
     group.finish();
 }

@@ -5,7 +5,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use gatekeeper::coverage::derive::{AnchorSource, DEFAULT_ANCHOR_COUNT, derive_anchors};
+use gatekeeper::coverage::derive::{AnchorSource, DEFAULT_ANCHOR_COUNT, Draft, derive_anchors};
 use gatekeeper::tau_bench;
 use gatekeeper::tokens::{TokenCounter, Tokenizer};
 
@@ -40,6 +40,14 @@ fn bench(c: &mut Criterion) {
                     *source,
                     DEFAULT_ANCHOR_COUNT,
                 ));
+            }
+        })
+    });
+    // What an append computes per turn since rule 2b: candidates (plain words too) and term keys.
+    group.bench_function("term_profiles_all_turns", |b| {
+        b.iter(|| {
+            for (text, source) in &turns {
+                black_box(Draft::new(black_box(text), *source));
             }
         })
     });

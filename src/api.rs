@@ -305,7 +305,7 @@ pub enum ContextItem {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(example = json!({"from": 0, "to": 2, "prefix_tokens": 320, "required_budget": 64, "summary_budget": 64,
-    "anchor_tokens": 9, "advice": "compact", "advice_reason": "fits", "recent_rejections": 0, "worthwhile_tokens": 128,
+    "anchor_tokens": 9, "advice": "compact", "advice_reason": "fits", "recent_rejections": 0, "worthwhile_tokens": 64,
     "turns": [
         {"id": 0, "anchors": ["Seattle", "York", "May"], "anchor_origin": "derived", "unanchored": null,
          "evidence": [{"anchor": "Seattle", "turns_sharing": 1}, {"anchor": "York", "turns_sharing": 1}, {"anchor": "May", "turns_sharing": 1}]},
@@ -331,7 +331,8 @@ pub struct CompactionPlanResponse {
     pub advice_reason: AdviceReason,
     /// Proposals from this `from` rejected in a row (dry runs aside); 3 or more advise `wait`.
     pub recent_rejections: u32,
-    /// A range is worth a summary from this many tokens: twice the summary budget.
+    /// A range is worth a summary from this many tokens: the summary budget (below that, the
+    /// summary may be no smaller than what it replaces).
     pub worthwhile_tokens: u64,
     /// For each turn of `[from, to]`: what the summary must hold for the decision to count it
     /// covered, exactly as the decision will check it for this range.

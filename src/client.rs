@@ -137,6 +137,18 @@ impl Client {
             .await
     }
 
+    /// Pins (`true`) or unpins a turn: a pinned turn is never covered by a summary.
+    pub async fn set_pinned(
+        &self,
+        conversation: &str,
+        id: i64,
+        pinned: bool,
+    ) -> Result<TurnResponse> {
+        let url = self.url(conversation, &["turns", &id.to_string()])?;
+        self.send(Method::PATCH, url, Some(&TurnPatch { pinned }), None)
+            .await
+    }
+
     pub async fn checkpoints(&self, conversation: &str) -> Result<CheckpointListResponse> {
         self.get(self.url(conversation, &["compactions"])?).await
     }

@@ -1,6 +1,7 @@
 //! Typed configuration: every setting is a flag and an environment variable, checked at start.
 
 use crate::coverage::derive::DEFAULT_ANCHOR_COUNT;
+use crate::coverage::profile::MAX_CANDIDATES;
 use crate::coverage::{AnchorRule, CompressionRatio, Mode, Policy};
 use crate::domain::{Limits, TenantId};
 use crate::tokens::Tokenizer;
@@ -246,11 +247,17 @@ impl ServeConfig {
                 "max body bytes, max batch turns and request timeout must be positive".into(),
             );
         }
-        if self.decision.anchor_count == 0 || self.decision.anchor_count > self.max_anchors_per_turn
-        {
+        // A verdict tracks up to 64 anchors per turn; a profile keeps 16 candidates.
+        if self.max_anchors_per_turn == 0 || self.max_anchors_per_turn > 64 {
             return Err(format!(
-                "anchor count must be between 1 and the max anchors per turn ({})",
+                "max anchors per turn must be between 1 and 64, got {}",
                 self.max_anchors_per_turn
+            ));
+        }
+        let most = self.max_anchors_per_turn.min(MAX_CANDIDATES);
+        if self.decision.anchor_count == 0 || self.decision.anchor_count > most {
+            return Err(format!(
+                "anchor count must be between 1 and {most} (the max anchors per turn, and the 16 candidates a turn keeps)"
             ));
         }
         if !(self.rate_limit_per_sec >= 0.0 && self.rate_limit_per_sec.is_finite()) {

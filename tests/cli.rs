@@ -865,13 +865,29 @@ async fn plan_with_a_budget_prints_the_largest_range_that_fits_and_json_parses()
     assert!(plan.required_budget <= 300);
 
     let human = gk(&app, &["plan", "p", "--budget", "300"]).await;
+    let stdout = &human.exits(0).stdout;
+    let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(
-        human.exits(0).stdout.trim(),
+        lines[0],
         format!(
-            "compact 0-{to} · {} tokens · needs budget {} of 300",
-            plan.prefix_tokens, plan.required_budget
+            "range 0-{to} · {} tokens · needs budget {} of 300 · anchors take {} tokens",
+            plan.prefix_tokens, plan.required_budget, plan.anchor_tokens
         )
     );
+    assert!(
+        lines[1].starts_with(&format!("advice: {} (", plan.advice.as_str())),
+        "{stdout}"
+    );
+    assert_eq!(lines[2], "the summary must keep, per turn:");
+    // One line per planned turn: its id, then its anchors (or why it has none).
+    assert_eq!(lines.len(), 3 + plan.turns.len(), "{stdout}");
+    for (line, turn) in lines[3..].iter().zip(&plan.turns) {
+        let (id, what) = line.trim_start().split_once("  ").unwrap();
+        assert_eq!(id, turn.id.to_string());
+        if turn.unanchored.is_none() {
+            assert_eq!(what, turn.anchors.join(", "));
+        }
+    }
 
     // `--from` moves the start.
     let later: CompactionPlanResponse = gk(
@@ -1160,4 +1176,35 @@ async fn exit_codes_are_0_done_1_error_2_usage_3_rejected_4_not_found() {
         3
     );
     assert_eq!(gk(&app, &["reconstruct", "c", "99"]).await.code, 4);
+}
+
+#[tokio::test]
+async fn append_pinned_pins_every_turn_and_pin_unpins_one() {
+    let app = spawn_app().await;
+    let dir = TempDir::new();
+    let file = dir.write("turns.jsonl", &jsonl(&tau_turns(3)));
+    gk(&app, &["append", &file, "-c", "p", "--pinned"])
+        .await
+        .exits(0);
+    for id in 0..3 {
+        let turn = expect(app.turn("p", id).await, StatusCode::OK).await;
+        assert_eq!(turn["pinned"], true, "turn {id}");
+    }
+    let plan = gk(&app, &["plan", "p", "--budget", "100000"]).await;
+    assert!(
+        plan.exits(0).stdout.contains("(pinned: never covered)"),
+        "{}",
+        plan.stdout
+    );
+
+    let run = gk(&app, &["pin", "p", "1", "--unpin"]).await;
+    assert_eq!(
+        run.exits(0).stdout.trim(),
+        "turn 1 unpinned: later summaries may cover it"
+    );
+    let turn = expect(app.turn("p", 1).await, StatusCode::OK).await;
+    assert_eq!(turn["pinned"], false);
+    let json: serde_json::Value = gk(&app, &["pin", "p", "1", "--json"]).await.exits(0).json();
+    assert_eq!(json["pinned"], true);
+    gk(&app, &["pin", "p", "7"]).await.exits(4);
 }

@@ -45,7 +45,7 @@ fn decided_anchors(turns: &[(String, String)]) -> Vec<Vec<String>> {
     let refs: Vec<&TurnFacts> = facts.iter().collect();
     distinctive::checks(&refs, &gatekeeper::coverage::Policy::default())
         .into_iter()
-        .map(|c| c.anchors.into_iter().map(str::to_owned).collect())
+        .map(|c| c.anchors().map(str::to_owned).collect())
         .collect()
 }
 

@@ -178,7 +178,8 @@ def render(files: list[dict], notes: str | None) -> str:
         f"{p['summary_budget']:,}-token summary written by an extractive LexRank summarizer. "
         "*naive* summarizes everything not yet compacted and reports it all as consumed, its output cut "
         "at the budget; *planned* summarizes exactly the range `compaction-plan` returns; *anchored* does "
-        "the same but picks the fragments that carry the turns' anchors first. After a rejection or an "
+        "the same but keeps each turn's anchors first (for every turn the fewest of its own fragments "
+        "that carry all its anchors, cheapest turns first; LexRank fills the rest). After a rejection or an "
         f"empty plan it waits {p['wait_turns']} turns. At the end every turn is reconstructed and an "
         "oracle that does not use the service's code judges each claim: a turn answered from a summary "
         "is *backed* when its key fact (its rarest content word in the session) is in that summary.",

@@ -62,8 +62,11 @@ enum Command {
     Reconstruct(ReconstructArgs),
     /// The working context: summaries and uncovered turns in order.
     Context(ConversationArgs),
-    /// The largest range from `--from` that a summary budget can cover.
+    /// The largest range from `--from` that a summary budget can cover, the anchors each of its
+    /// turns needs, and whether to compact now.
     Plan(PlanArgs),
+    /// Pin a turn (no summary ever covers it), or unpin it with --unpin.
+    Pin(PinArgs),
     /// A conversation's log and latest checkpoint, or the service's readiness.
     Status(StatusArgs),
 }
@@ -149,6 +152,15 @@ struct PlanArgs {
 }
 
 #[derive(Args)]
+struct PinArgs {
+    conversation: String,
+    turn: i64,
+    /// Let later summaries cover the turn again.
+    #[arg(long)]
+    unpin: bool,
+}
+
+#[derive(Args)]
 struct StatusArgs {
     /// A conversation; without one, the service's readiness.
     conversation: Option<String>,
@@ -229,6 +241,14 @@ pub async fn main() -> ExitCode {
                 .await;
             show(remote, plan, output::plan)
         }
+        Some(Command::Pin(args)) => show(
+            remote,
+            remote
+                .client()
+                .set_pinned(&args.conversation, args.turn, !args.unpin)
+                .await,
+            output::pinned,
+        ),
         Some(Command::Status(args)) => status(args, remote).await,
     };
     match result {

@@ -3,7 +3,7 @@
 use super::Remote;
 use super::transcript::AppendSummary;
 use crate::api::*;
-use crate::coverage::IdRanges;
+use crate::coverage::{IdRanges, Reason};
 use serde::Serialize;
 
 pub fn print<T: Serialize + ?Sized>(remote: &Remote, value: &T, human: fn(&T) -> String) {
@@ -108,15 +108,50 @@ pub fn context(c: &ContextResponse) -> String {
 }
 
 pub fn plan(p: &CompactionPlanResponse) -> String {
-    match p.to {
+    let mut out = match p.to {
         Some(to) => format!(
-            "compact {}-{to} · {} tokens · needs budget {} of {}",
-            p.from, p.prefix_tokens, p.required_budget, p.summary_budget
+            "range {}-{to} · {} tokens · needs budget {} of {} · anchors take {} tokens",
+            p.from, p.prefix_tokens, p.required_budget, p.summary_budget, p.anchor_tokens
         ),
         None => format!(
             "nothing fits: turn {} alone needs budget {} of {}",
             p.from, p.required_budget, p.summary_budget
         ),
+    };
+    let why = match p.advice_reason {
+        AdviceReason::Fits => "the range is worth a summary".to_owned(),
+        AdviceReason::FirstTurnOverBudget => {
+            format!("turn {} alone needs {}", p.from, p.required_budget)
+        }
+        AdviceReason::RangeTooSmall => format!(
+            "{} tokens, worth a summary from {}",
+            p.prefix_tokens, p.worthwhile_tokens
+        ),
+        AdviceReason::RecentRejections => format!(
+            "the last {} proposals from {} were rejected",
+            p.recent_rejections, p.from
+        ),
+    };
+    out.push_str(&format!("\nadvice: {} ({why})", p.advice.as_str()));
+    if !p.turns.is_empty() {
+        out.push_str("\nthe summary must keep, per turn:");
+    }
+    for t in &p.turns {
+        let what = match t.unanchored {
+            Some(Reason::Pinned) => "(pinned: never covered)".to_owned(),
+            Some(_) => "(no anchors: covered only through a coverage report)".to_owned(),
+            None => t.anchors.join(", "),
+        };
+        out.push_str(&format!("\n  {:>5}  {what}", t.id));
+    }
+    out
+}
+
+pub fn pinned(t: &TurnResponse) -> String {
+    if t.pinned {
+        format!("turn {} pinned: no summary will cover it", t.id)
+    } else {
+        format!("turn {} unpinned: later summaries may cover it", t.id)
     }
 }
 

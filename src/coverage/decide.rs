@@ -2,11 +2,12 @@
 
 use super::distinctive::{TurnCheck, checks};
 use super::model::{
-    AnchorEvidence, AnchorRule, CoveragePath, Mode, Outcome, Policy, Proposal, Reason, Rejection,
-    Role, TruncationSignal, TurnDetail, TurnFacts, TurnStatus, Verdict,
+    AnchorRule, CoveragePath, Mode, Outcome, Policy, Proposal, Reason, Rejection, Role,
+    TruncationSignal, TurnDetail, TurnFacts, TurnStatus, Verdict,
 };
 use super::normalize::{AnchorId, AnchorSet, normalize};
 use super::ranges::{IdRange, IdRanges};
+use super::terms::terms_of_normalized;
 
 /// A proposal that cannot be decided at all (rule 8): a client error, not a verdict.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -112,46 +113,97 @@ fn validate(proposal: &Proposal, turns: &[TurnFacts]) -> Result<(), ProposalErro
 }
 
 /// What the anchors say about one turn.
-struct AnchorCheck {
+struct AnchorCheck<'c, 'a> {
+    check: &'c TurnCheck<'a>,
+    /// Which of its anchors the summary holds (bit i: anchor i; a turn has at most 64).
+    present: u64,
     has_anchors: bool,
     anchored: bool,
-    missing: Vec<String>,
-    evidence: Vec<AnchorEvidence>,
 }
 
-fn check_anchors(
-    check: TurnCheck<'_>,
-    ids: &[AnchorId],
-    found: &[Option<(usize, usize)>],
-    rule: AnchorRule,
-) -> AnchorCheck {
-    // Sorted and deduplicated so the verdict never depends on the order anchors were given in.
-    let mut missing: Vec<String> = check
-        .anchors
-        .iter()
-        .zip(ids)
-        .filter(|(_, id)| found[**id].is_none())
-        .map(|(a, _)| (*a).to_owned())
-        .collect();
-    missing.sort_unstable();
-    missing.dedup();
-    let has_anchors = !check.anchors.is_empty();
-    let present = |i: usize| found[ids[i]].is_some();
-    let anchored = has_anchors
-        && match rule {
-            AnchorRule::All => missing.is_empty(),
-            // A derived anchor others share is evidence only together with the rest (rule 2b).
-            AnchorRule::Any if check.derived => {
-                missing.is_empty() || (0..ids.len()).any(|i| check.sharing[i] <= 1 && present(i))
-            }
-            AnchorRule::Any => (0..ids.len()).any(present),
-        };
-    AnchorCheck {
-        has_anchors,
-        anchored,
-        missing,
-        evidence: check.evidence(),
+impl<'c, 'a> AnchorCheck<'c, 'a> {
+    fn new(check: &'c TurnCheck<'a>, present: u64, rule: AnchorRule) -> Self {
+        let n = check.len();
+        let has = |i: usize| present & (1 << i) != 0;
+        let has_anchors = n > 0;
+        let all = (0..n).all(has);
+        let anchored = has_anchors
+            && match rule {
+                AnchorRule::All => all,
+                // A derived anchor others share is evidence only together with the rest (2b).
+                AnchorRule::Any if check.is_derived() => {
+                    all || (0..n).any(|i| check.turns_sharing(i) == Some(1) && has(i))
+                }
+                AnchorRule::Any => (0..n).any(has),
+            };
+        AnchorCheck {
+            check,
+            present,
+            has_anchors,
+            anchored,
+        }
     }
+
+    /// The anchors the summary lacks, sorted and deduplicated so the verdict never depends on
+    /// the order anchors were given in. Only uncovered turns ask, so covered ones allocate
+    /// nothing.
+    fn missing(&self) -> Vec<String> {
+        let mut missing: Vec<String> = self
+            .check
+            .anchors()
+            .enumerate()
+            .filter(|(i, _)| self.present & (1 << i) == 0)
+            .map(|(_, a)| a.to_owned())
+            .collect();
+        missing.sort_unstable();
+        missing.dedup();
+        missing
+    }
+}
+
+/// Which anchors of each check the summary holds (rule 2's matching): the client's anchors
+/// through one search of the summary for all of them; derived anchors (single tokens, rule 2b)
+/// by whether their normalized text is one of the summary's terms, which is the same test.
+fn presence(checks: &[TurnCheck<'_>], summary: &str) -> Vec<u64> {
+    let normalized = normalize(summary);
+    let mut set = AnchorSet::new();
+    // The client's anchors' ids, back to back (one allocation, not one per turn).
+    let given: Vec<AnchorId> = checks
+        .iter()
+        .filter(|c| !c.is_derived())
+        .flat_map(|c| c.anchors())
+        .map(|a| set.insert(a))
+        .collect();
+    let found = if set.is_empty() {
+        Vec::new()
+    } else {
+        set.find_first(&normalized)
+    };
+    let terms = if checks.iter().any(|c| c.is_derived() && !c.is_empty()) {
+        terms_of_normalized(normalized.as_str())
+    } else {
+        Default::default()
+    };
+    let mut next = 0;
+    checks
+        .iter()
+        .map(|c| {
+            let held = |i: usize| -> bool {
+                if c.is_derived() {
+                    c.normalized(i).is_some_and(|n| terms.contains(n))
+                } else {
+                    found[given[next + i]].is_some()
+                }
+            };
+            // Client anchors beyond 64 (a configuration allows more) count as missing: a turn
+            // is never covered on fewer than all of them.
+            let mask = (0..c.len().min(64)).fold(0u64, |m, i| if held(i) { m | 1 << i } else { m });
+            if !c.is_derived() {
+                next += c.len();
+            }
+            mask
+        })
+        .collect()
 }
 
 /// A verdict, and for the checkpoint that persists it, which derived anchors decided.
@@ -202,23 +254,12 @@ pub fn decide_with_evidence(
 
     // Rules 2 and 2b: which anchors to check, then one pass over the summary for all of them.
     let turn_checks = checks(&turns, policy);
-    let mut used: Vec<u16> = turn_checks.iter().map(|c| c.candidates_used).collect();
-    let mut set = AnchorSet::with_capacity(turn_checks.iter().map(|c| c.anchors.len()).sum());
-    // Every turn's anchor ids, back to back (one allocation, not one per turn).
-    let anchor_ids: Vec<AnchorId> = turn_checks
-        .iter()
-        .flat_map(|c| &c.anchors)
-        .map(|a| set.insert(a))
-        .collect();
-    let found = set.find_first(&normalize(&proposal.summary));
-    let mut next = 0;
+    let mut used: Vec<u16> = turn_checks.iter().map(|c| c.candidates_used()).collect();
+    let present = presence(&turn_checks, &proposal.summary);
     let checks: Vec<AnchorCheck> = turn_checks
-        .into_iter()
-        .map(|c| {
-            let ids = &anchor_ids[next..next + c.anchors.len()];
-            next += c.anchors.len();
-            check_anchors(c, ids, &found, policy.anchor_rule)
-        })
+        .iter()
+        .zip(present)
+        .map(|(c, present)| AnchorCheck::new(c, present, policy.anchor_rule))
         .collect();
 
     let mut covered = IdRanges::new();
@@ -236,15 +277,13 @@ pub fn decide_with_evidence(
             id,
             status,
             reason,
-            missing_anchors: if pinned {
+            missing_anchors: if pinned { Vec::new() } else { check.missing() },
+            // What was checked matters for a turn the checkpoint spans; one it does not advance
+            // over will be checked afresh with another range.
+            evidence: if pinned || status == TurnStatus::NotCompacted {
                 Vec::new()
             } else {
-                check.missing.clone()
-            },
-            evidence: if pinned {
-                Vec::new()
-            } else {
-                check.evidence.clone()
+                check.check.evidence()
             },
         });
     };
@@ -319,10 +358,14 @@ pub fn decide_with_evidence(
             (CoveragePath::Anchors, last_anchored)
         }
     };
-    // Derived anchors decided only the turns they cover.
-    for (slot, t) in used.iter_mut().zip(&turns) {
-        if !covered.contains(t.id) {
-            *slot = 0;
+    // Derived anchors decided only the turns they cover (both in id order: one merge).
+    {
+        let mut covered_ids = covered.ids().peekable();
+        for (slot, t) in used.iter_mut().zip(&turns) {
+            while covered_ids.next_if(|&id| id < t.id).is_some() {}
+            if covered_ids.peek() != Some(&t.id) {
+                *slot = 0;
+            }
         }
     }
 

@@ -14,34 +14,104 @@
 //! exactly what the decision will check.
 
 use super::model::{AnchorEvidence, Policy, TurnAnchors, TurnFacts};
-use super::profile::Candidate;
-use super::terms::TermKey;
-use foldhash::HashMap;
+use super::profile::{MAX_CANDIDATES, TermProfile};
+use super::terms::{TermKey, TermKeyMap};
 
-/// What rule 2 checks for one turn.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TurnCheck<'a> {
-    /// The anchors the summary must hold: the client's, or the derived ones, rarest in the range
-    /// first. Empty when nothing can anchor the turn.
-    pub anchors: Vec<&'a str>,
-    /// For derived anchors: how many turns of the range hold each (this one included). Under
-    /// the `any` rule only an anchor no other turn holds is enough on its own.
-    pub sharing: Vec<u32>,
-    /// Whether the service derived them (rule 2b) rather than the client sending them.
-    pub derived: bool,
-    /// Which of the profile's candidates are `anchors` (bit i: candidate i), for derived turns.
-    pub candidates_used: u16,
+/// What rule 2 checks for one turn. Small and allocation-free: a decision builds thousands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnCheck<'a>(Check<'a>);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check<'a> {
+    /// The client's anchors.
+    Given(&'a [String]),
+    /// Rule 2b: which of the profile's candidates, rarest in the range first, each with the
+    /// number of turns of the range that hold it.
+    Derived {
+        profile: &'a TermProfile,
+        picked: [(u8, u32); MAX_CANDIDATES],
+        len: u8,
+    },
+    /// A pinned turn whose anchors the service derives: nothing to check.
+    Pinned,
 }
 
-impl TurnCheck<'_> {
-    /// The derived anchors with how many turns of the range hold each.
+impl<'a> TurnCheck<'a> {
+    /// How many anchors the summary must hold (all of them, or one under the `any` rule).
+    pub fn len(&self) -> usize {
+        match self.0 {
+            Check::Given(anchors) => anchors.len(),
+            Check::Derived { len, .. } => usize::from(len),
+            Check::Pinned => 0,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the service derived them (rule 2b) rather than the client sending them.
+    pub fn is_derived(&self) -> bool {
+        !matches!(self.0, Check::Given(_))
+    }
+
+    /// The anchors: the client's, or the derived ones, rarest in the range first.
+    pub fn anchors(&self) -> impl ExactSizeIterator<Item = &'a str> + '_ {
+        (0..self.len()).map(|i| self.anchor(i))
+    }
+
+    fn anchor(&self, i: usize) -> &'a str {
+        match self.0 {
+            Check::Given(anchors) => &anchors[i],
+            Check::Derived {
+                profile, picked, ..
+            } => profile
+                .candidate(usize::from(picked[i].0))
+                .map_or("", |c| c.text),
+            Check::Pinned => "",
+        }
+    }
+
+    /// A derived anchor's text normalized as the summary matcher reads it.
+    pub fn normalized(&self, i: usize) -> Option<&'a str> {
+        match self.0 {
+            Check::Derived {
+                profile, picked, ..
+            } => profile
+                .candidate(usize::from(picked[i].0))
+                .map(|c| c.normalized),
+            _ => None,
+        }
+    }
+
+    /// For a derived anchor: how many turns of the range hold it (this one included). Under the
+    /// `any` rule only an anchor no other turn holds is enough on its own.
+    pub fn turns_sharing(&self, i: usize) -> Option<u32> {
+        match self.0 {
+            Check::Derived { picked, .. } => Some(picked[i].1),
+            _ => None,
+        }
+    }
+
+    /// Which of the profile's candidates are the anchors (bit i: candidate i), for derived
+    /// turns.
+    pub fn candidates_used(&self) -> u16 {
+        match self.0 {
+            Check::Derived { picked, len, .. } => picked[..usize::from(len)]
+                .iter()
+                .fold(0, |mask, &(i, _)| mask | 1 << i),
+            _ => 0,
+        }
+    }
+
+    /// The derived anchors with how many turns of the range hold each (nothing for given ones).
     pub fn evidence(&self) -> Vec<AnchorEvidence> {
-        self.anchors
-            .iter()
-            .zip(&self.sharing)
-            .map(|(a, n)| AnchorEvidence {
-                anchor: (*a).to_owned(),
-                turns_sharing: *n,
+        (0..self.len())
+            .filter_map(|i| {
+                Some(AnchorEvidence {
+                    anchor: self.anchor(i).to_owned(),
+                    turns_sharing: self.turns_sharing(i)?,
+                })
             })
             .collect()
     }
@@ -50,80 +120,106 @@ impl TurnCheck<'_> {
 /// The checks for `turns` (the whole range, any order), in the same order.
 pub fn checks<'a>(turns: &[&'a TurnFacts], policy: &Policy) -> Vec<TurnCheck<'a>> {
     let derived = |t: &&TurnFacts| t.anchors == TurnAnchors::Derived && !t.pinned;
-    let sharing = count_sharing(turns, derived);
+    let sharing = Sharing::count(turns, derived);
+    let mut next = 0;
     turns
         .iter()
         .map(|turn| match &turn.anchors {
-            TurnAnchors::Given(anchors) => TurnCheck {
-                anchors: anchors.iter().map(String::as_str).collect(),
-                sharing: Vec::new(),
-                derived: false,
-                candidates_used: 0,
-            },
-            TurnAnchors::Derived if turn.pinned => TurnCheck {
-                anchors: Vec::new(),
-                sharing: Vec::new(),
-                derived: true,
-                candidates_used: 0,
-            },
+            TurnAnchors::Given(anchors) => TurnCheck(Check::Given(anchors)),
+            TurnAnchors::Derived if turn.pinned => TurnCheck(Check::Pinned),
             TurnAnchors::Derived => {
-                rarest_in_range(turn, &sharing, policy.derived_anchors_for(turn.tokens))
+                let n = turn.profile.candidate_count();
+                let counts = sharing.of(next..next + n);
+                next += n;
+                rarest_in_range(turn, counts, policy.derived_anchors_for(turn.tokens))
             }
         })
         .collect()
 }
 
-/// For every candidate key of the range's derived turns, how many of the range's turns contain
-/// it (a profile's terms hold its own candidates, so each count is at least 1).
-fn count_sharing(
-    turns: &[&TurnFacts],
-    derived: impl Fn(&&TurnFacts) -> bool,
-) -> HashMap<TermKey, u32> {
-    let capacity = turns
-        .iter()
-        .filter(|t| derived(t))
-        .map(|t| t.profile.candidate_count())
-        .sum();
-    let mut sharing: HashMap<TermKey, u32> =
-        HashMap::with_capacity_and_hasher(capacity, Default::default());
-    for turn in turns.iter().filter(|t| derived(t)) {
-        for candidate in turn.profile.candidates() {
-            sharing.insert(candidate.key, 0);
-        }
-    }
-    if sharing.is_empty() {
-        return sharing;
-    }
-    for turn in turns {
-        for key in turn.profile.terms() {
-            if let Some(count) = sharing.get_mut(&key) {
-                *count += 1;
-            }
-        }
-    }
-    sharing
+/// For every candidate of the range's derived turns (in turn order, each turn's in profile
+/// order), how many of the range's turns contain it: a profile's terms hold its own
+/// candidates, so each count is at least 1.
+struct Sharing {
+    /// Each candidate's counter.
+    slots: Vec<u32>,
+    counters: Vec<u32>,
 }
 
-/// The turn's first `count` candidates, fewest turns of the range holding them first.
-fn rarest_in_range<'a>(
-    turn: &'a TurnFacts,
-    sharing: &HashMap<TermKey, u32>,
-    count: usize,
-) -> TurnCheck<'a> {
-    let turns_sharing = |key: &TermKey| sharing.get(key).copied().unwrap_or(0);
-    let mut ranked: Vec<(u32, usize, Candidate<'a>)> = turn
-        .profile
-        .candidates()
-        .enumerate()
-        .map(|(i, c)| (turns_sharing(&c.key), i, c))
-        .collect();
-    // Ties keep the profile's order.
-    ranked.sort_by_key(|&(count, i, _)| (count, i));
-    ranked.truncate(count);
-    TurnCheck {
-        anchors: ranked.iter().map(|(_, _, c)| c.text).collect(),
-        sharing: ranked.iter().map(|&(count, _, _)| count).collect(),
-        derived: true,
-        candidates_used: ranked.iter().fold(0, |mask, &(_, i, _)| mask | 1 << i),
+impl Sharing {
+    fn count(turns: &[&TurnFacts], derived: impl Fn(&&TurnFacts) -> bool) -> Self {
+        let candidates: usize = turns
+            .iter()
+            .filter(|t| derived(t))
+            .map(|t| t.profile.candidate_count())
+            .sum();
+        // One counter per distinct key; most terms of a range are nobody's candidate, so a
+        // bitmap of the keys' low bits rules those out before the table is asked.
+        let mut counter_of: TermKeyMap<u32> =
+            TermKeyMap::with_capacity_and_hasher(candidates, Default::default());
+        let mut maybe = vec![0u64; PREFILTER_WORDS];
+        let mut slots = Vec::with_capacity(candidates);
+        for turn in turns.iter().filter(|t| derived(t)) {
+            for key in turn.profile.candidate_keys() {
+                let next = counter_of.len() as u32;
+                slots.push(*counter_of.entry(key).or_insert(next));
+                let bit = prefilter_bit(key);
+                maybe[bit / 64] |= 1 << (bit % 64);
+            }
+        }
+        let mut counters = vec![0u32; counter_of.len()];
+        if !counters.is_empty() {
+            for turn in turns {
+                for &key in turn.profile.terms() {
+                    let bit = prefilter_bit(key);
+                    if maybe[bit / 64] & (1 << (bit % 64)) == 0 {
+                        continue;
+                    }
+                    if let Some(&counter) = counter_of.get(&key) {
+                        counters[counter as usize] += 1;
+                    }
+                }
+            }
+        }
+        Sharing { slots, counters }
     }
+
+    /// The counts of the candidates at `slots` (one turn's).
+    fn of(&self, slots: std::ops::Range<usize>) -> impl Iterator<Item = u32> + '_ {
+        self.slots[slots]
+            .iter()
+            .map(|&counter| self.counters[counter as usize])
+    }
+}
+
+/// Bits of the prefilter: 2^16, 8 KiB, well inside a cache.
+const PREFILTER_WORDS: usize = 1 << 10;
+
+fn prefilter_bit(key: TermKey) -> usize {
+    (key.0 as usize) & (PREFILTER_WORDS * 64 - 1)
+}
+
+/// The turn's first `count` candidates, fewest turns of the range holding them first (ties
+/// keep the profile's order).
+fn rarest_in_range(
+    turn: &TurnFacts,
+    counts: impl Iterator<Item = u32>,
+    count: usize,
+) -> TurnCheck<'_> {
+    let mut picked = [(0u8, 0u32); MAX_CANDIDATES];
+    let mut n = 0;
+    for (i, shared) in counts.take(MAX_CANDIDATES).enumerate() {
+        picked[i] = (i as u8, shared);
+        n += 1;
+    }
+    // Often every candidate is the turn's own (1) and the profile's order stands.
+    if picked[..n].windows(2).any(|w| w[0].1 > w[1].1) {
+        picked[..n].sort_by_key(|&(i, shared)| (shared, i));
+    }
+    let len = count.min(n);
+    TurnCheck(Check::Derived {
+        profile: &turn.profile,
+        picked,
+        len: len as u8,
+    })
 }

@@ -1,11 +1,11 @@
 //! A turn's term profile: its candidate anchors, best first, and the keys of every term it
 //! contains. Computed once when the turn is appended and stored with it, so a decision over
-//! thousands of turns reads bytes instead of re-reading their content.
+//! thousands of turns reads a few bytes per turn instead of re-reading their content.
 //!
 //! Stored as bytes (the database never parses it), version 1:
-//! `[1][n: u8] n × ([key: u32 LE][len: u16 LE][text: len bytes of UTF-8]) [terms: u32 LE …]`,
-//! the terms sorted ascending without repeats and including every candidate's key. Everything in
-//! it can be computed again from the turn's content.
+//! `[1][n: u8] n × ([key: u32 LE][len: u16 LE][text][len: u16 LE][normalized text]) [terms: u32 LE …]`
+//! (texts in UTF-8), the terms sorted ascending without repeats and including every candidate's
+//! key. Everything in it can be computed again from the turn's content.
 
 use super::terms::TermKey;
 
@@ -14,12 +14,16 @@ const VERSION: u8 = 1;
 /// Most candidates a profile keeps.
 pub const MAX_CANDIDATES: usize = 16;
 
-/// A validated profile; reading it cannot fail.
+/// A turn's profile, decoded: reading it cannot fail and costs no parsing.
 #[derive(Clone, PartialEq, Eq, Default)]
 pub struct TermProfile {
-    bytes: Vec<u8>,
-    /// Where the sorted term keys begin.
-    terms_at: usize,
+    /// Every candidate's text and normalized text, back to back.
+    text: String,
+    /// Each candidate's text and normalized text as byte ranges of `text`, and its key, best
+    /// first.
+    candidates: Vec<([u16; 3], TermKey)>,
+    /// Sorted, without repeats, holding every candidate's key.
+    terms: Vec<TermKey>,
 }
 
 /// Why stored bytes are not a profile.
@@ -27,133 +31,172 @@ pub struct TermProfile {
 #[error("not a term profile: {0}")]
 pub struct ProfileError(&'static str);
 
-/// A candidate anchor: its text as it occurs in the turn, and its key.
+/// A candidate anchor: its text as it occurs in the turn, that text normalized as the summary
+/// matcher reads it, and its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Candidate<'a> {
     pub text: &'a str,
+    pub normalized: &'a str,
     pub key: TermKey,
 }
 
 impl TermProfile {
-    /// A profile from its parts: `candidates` best first (at most [`MAX_CANDIDATES`] are kept),
-    /// `terms` in any order; every candidate key is added to the terms.
+    /// A profile from its parts: `candidates` (text, normalized text, key) best first (at most
+    /// [`MAX_CANDIDATES`] are kept), `terms` in any order; every candidate key is added to the
+    /// terms.
+    pub fn from_parts<'a>(
+        candidates: impl IntoIterator<Item = (&'a str, &'a str, TermKey)>,
+        terms: impl IntoIterator<Item = TermKey>,
+    ) -> Self {
+        let mut profile = Self {
+            terms: terms.into_iter().collect(),
+            ..Self::default()
+        };
+        for (text, normalized, key) in candidates.into_iter().take(MAX_CANDIDATES) {
+            profile.push_candidate(text, normalized, key);
+        }
+        profile
+            .terms
+            .extend(profile.candidates.iter().map(|&(_, key)| key));
+        profile.terms.sort_unstable();
+        profile.terms.dedup();
+        profile
+    }
+
+    /// [`TermProfile::from_parts`], normalizing each candidate's text.
     pub fn new<'a>(
         candidates: impl IntoIterator<Item = (&'a str, TermKey)>,
         terms: impl IntoIterator<Item = TermKey>,
     ) -> Self {
-        let candidates: Vec<(&str, TermKey)> =
-            candidates.into_iter().take(MAX_CANDIDATES).collect();
-        let mut keys: Vec<TermKey> = terms.into_iter().collect();
-        keys.extend(candidates.iter().map(|&(_, key)| key));
-        keys.sort_unstable();
-        keys.dedup();
-        let mut bytes = Vec::with_capacity(2 + candidates.len() * 16 + keys.len() * 4);
+        let candidates: Vec<(&str, String, TermKey)> = candidates
+            .into_iter()
+            .map(|(text, key)| (text, super::normalize::normalize_text(text), key))
+            .collect();
+        Self::from_parts(
+            candidates.iter().map(|(t, n, k)| (*t, n.as_str(), *k)),
+            terms,
+        )
+    }
+
+    fn push_candidate(&mut self, text: &str, normalized: &str, key: TermKey) {
+        // Candidates are at most 64 characters: 16 of them, twice, fit u16 offsets many times
+        // over.
+        let offset = |text: &String| u16::try_from(text.len()).expect("candidates fit u16 offsets");
+        let start = offset(&self.text);
+        self.text.push_str(text);
+        let middle = offset(&self.text);
+        self.text.push_str(normalized);
+        let end = offset(&self.text);
+        self.candidates.push(([start, middle, end], key));
+    }
+
+    /// The stored form (see the module docs).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(
+            2 + self.candidates.len() * 6 + self.text.len() + self.terms.len() * 4,
+        );
         bytes.push(VERSION);
-        bytes.push(candidates.len() as u8);
-        for (text, key) in &candidates {
-            // Candidates are at most 64 characters, so at most 256 bytes.
-            let len = u16::try_from(text.len()).expect("a candidate is at most 256 bytes");
-            bytes.extend_from_slice(&key.0.to_le_bytes());
-            bytes.extend_from_slice(&len.to_le_bytes());
-            bytes.extend_from_slice(text.as_bytes());
+        bytes.push(self.candidates.len() as u8);
+        for c in self.candidates() {
+            bytes.extend_from_slice(&c.key.0.to_le_bytes());
+            for text in [c.text, c.normalized] {
+                bytes.extend_from_slice(&(text.len() as u16).to_le_bytes());
+                bytes.extend_from_slice(text.as_bytes());
+            }
         }
-        let terms_at = bytes.len();
-        for key in keys {
+        for key in &self.terms {
             bytes.extend_from_slice(&key.0.to_le_bytes());
         }
-        Self { bytes, terms_at }
+        bytes
     }
 
     /// A profile read back from storage, checked once so that reading it never fails.
-    pub fn from_bytes(bytes: Vec<u8>) -> Result<Self, ProfileError> {
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, ProfileError> {
         let (&version, rest) = bytes.split_first().ok_or(ProfileError("empty"))?;
         if version != VERSION {
             return Err(ProfileError("unknown version"));
         }
         let (&n, mut rest) = rest.split_first().ok_or(ProfileError("truncated"))?;
+        if usize::from(n) > MAX_CANDIDATES {
+            return Err(ProfileError("too many candidates"));
+        }
+        let mut profile = Self::default();
         for _ in 0..n {
             let (head, tail) = rest
-                .split_at_checked(6)
+                .split_at_checked(4)
                 .ok_or(ProfileError("truncated candidate"))?;
-            let len = usize::from(u16::from_le_bytes([head[4], head[5]]));
-            let (text, tail) = tail
-                .split_at_checked(len)
-                .ok_or(ProfileError("truncated candidate text"))?;
-            std::str::from_utf8(text).map_err(|_| ProfileError("candidate is not UTF-8"))?;
+            let key = TermKey(u32::from_le_bytes([head[0], head[1], head[2], head[3]]));
+            let (text, tail) = read_text(tail)?;
+            let (normalized, tail) = read_text(tail)?;
+            profile.push_candidate(text, normalized, key);
             rest = tail;
         }
         if rest.len() % 4 != 0 {
             return Err(ProfileError("terms are not whole keys"));
         }
-        let profile = Self {
-            terms_at: bytes.len() - rest.len(),
-            bytes,
-        };
-        let terms: Vec<TermKey> = profile.terms().collect();
-        if !terms.windows(2).all(|w| w[0] < w[1]) {
+        profile.terms = rest
+            .chunks_exact(4)
+            .map(|k| TermKey(u32::from_le_bytes([k[0], k[1], k[2], k[3]])))
+            .collect();
+        if !profile.terms.windows(2).all(|w| w[0] < w[1]) {
             return Err(ProfileError("terms are not sorted"));
         }
         // The count of turns sharing a candidate relies on its own turn holding it.
-        if profile
-            .candidates()
-            .any(|c| terms.binary_search(&c.key).is_err())
-        {
+        if profile.candidates().any(|c| !profile.contains(c.key)) {
             return Err(ProfileError("a candidate is missing from the terms"));
         }
         Ok(profile)
     }
 
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-
-    pub fn into_bytes(self) -> Vec<u8> {
-        self.bytes
-    }
-
     /// The candidate anchors, best first.
-    pub fn candidates(&self) -> impl Iterator<Item = Candidate<'_>> + '_ {
-        let n = self.bytes.get(1).copied().unwrap_or(0);
-        let mut at = 2;
-        (0..n).map(move |_| {
-            let b = &self.bytes[at..];
-            let key = TermKey(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-            let len = usize::from(u16::from_le_bytes([b[4], b[5]]));
-            // Checked as UTF-8 by `from_bytes` or written from a `&str` by `new`.
-            let text = std::str::from_utf8(&b[6..6 + len]).unwrap_or_default();
-            at += 6 + len;
-            Candidate { text, key }
-        })
+    pub fn candidates(&self) -> impl ExactSizeIterator<Item = Candidate<'_>> + '_ {
+        self.candidates.iter().map(|&entry| self.read(entry))
+    }
+
+    /// The candidates' keys, best first (cheaper than [`TermProfile::candidates`]).
+    pub fn candidate_keys(&self) -> impl ExactSizeIterator<Item = TermKey> + '_ {
+        self.candidates.iter().map(|&(_, key)| key)
+    }
+
+    /// The candidate at `index` (best first).
+    pub fn candidate(&self, index: usize) -> Option<Candidate<'_>> {
+        self.candidates.get(index).map(|&entry| self.read(entry))
+    }
+
+    fn read(&self, ([start, middle, end], key): ([u16; 3], TermKey)) -> Candidate<'_> {
+        Candidate {
+            text: &self.text[usize::from(start)..usize::from(middle)],
+            normalized: &self.text[usize::from(middle)..usize::from(end)],
+            key,
+        }
     }
 
     pub fn candidate_count(&self) -> usize {
-        usize::from(self.bytes.get(1).copied().unwrap_or(0))
+        self.candidates.len()
     }
 
-    /// Whether the turn contains the term (binary search over the sorted keys).
+    /// Whether the turn contains the term.
     pub fn contains(&self, key: TermKey) -> bool {
-        let terms = self.bytes.get(self.terms_at..).unwrap_or_default();
-        let (mut low, mut high) = (0, terms.len() / 4);
-        while low < high {
-            let mid = (low + high) / 2;
-            let k = &terms[mid * 4..mid * 4 + 4];
-            match u32::from_le_bytes([k[0], k[1], k[2], k[3]]).cmp(&key.0) {
-                std::cmp::Ordering::Less => low = mid + 1,
-                std::cmp::Ordering::Greater => high = mid,
-                std::cmp::Ordering::Equal => return true,
-            }
-        }
-        false
+        self.terms.binary_search(&key).is_ok()
     }
 
     /// Every term key, ascending.
-    pub fn terms(&self) -> impl Iterator<Item = TermKey> + '_ {
-        self.bytes
-            .get(self.terms_at..)
-            .unwrap_or_default()
-            .chunks_exact(4)
-            .map(|k| TermKey(u32::from_le_bytes([k[0], k[1], k[2], k[3]])))
+    pub fn terms(&self) -> &[TermKey] {
+        &self.terms
     }
+}
+
+/// A `[len: u16 LE][UTF-8]` text and what follows it.
+fn read_text(bytes: &[u8]) -> Result<(&str, &[u8]), ProfileError> {
+    let (len, rest) = bytes
+        .split_at_checked(2)
+        .ok_or(ProfileError("truncated candidate"))?;
+    let len = usize::from(u16::from_le_bytes([len[0], len[1]]));
+    let (text, rest) = rest
+        .split_at_checked(len)
+        .ok_or(ProfileError("truncated candidate text"))?;
+    let text = std::str::from_utf8(text).map_err(|_| ProfileError("candidate is not UTF-8"))?;
+    Ok((text, rest))
 }
 
 impl std::fmt::Debug for TermProfile {
@@ -163,7 +206,7 @@ impl std::fmt::Debug for TermProfile {
                 "candidates",
                 &self.candidates().map(|c| c.text).collect::<Vec<_>>(),
             )
-            .field("terms", &self.terms().count())
+            .field("terms", &self.terms.len())
             .finish()
     }
 }
@@ -178,12 +221,12 @@ mod tests {
             [("ZFA04Y", TermKey(7)), ("HAT170", TermKey(3))],
             [TermKey(9), TermKey(3), TermKey(1)],
         );
-        let read = TermProfile::from_bytes(profile.as_bytes().to_vec()).unwrap();
+        let read = TermProfile::from_bytes(&profile.to_bytes()).unwrap();
         assert_eq!(read, profile);
         let candidates: Vec<_> = read.candidates().map(|c| (c.text, c.key.0)).collect();
         assert_eq!(candidates, [("ZFA04Y", 7), ("HAT170", 3)]);
         assert_eq!(
-            read.terms().map(|k| k.0).collect::<Vec<_>>(),
+            read.terms().iter().map(|k| k.0).collect::<Vec<_>>(),
             [1, 3, 7, 9],
             "sorted, without repeats, holding the candidates' keys"
         );
@@ -202,22 +245,24 @@ mod tests {
 
     #[test]
     fn damaged_bytes_are_refused() {
-        let good = TermProfile::new([("ZFA04Y", TermKey(7))], [TermKey(9)]).into_bytes();
-        assert!(TermProfile::from_bytes(Vec::new()).is_err());
+        let good = TermProfile::new([("ZFA04Y", TermKey(7))], [TermKey(9)]).to_bytes();
+        assert!(TermProfile::from_bytes(&good).is_ok());
+        assert!(TermProfile::from_bytes(&[]).is_err());
+        assert!(TermProfile::from_bytes(&[2, 0]).is_err(), "unknown version");
         assert!(
-            TermProfile::from_bytes(vec![2, 0]).is_err(),
-            "unknown version"
+            TermProfile::from_bytes(&[1, 17]).is_err(),
+            "more than 16 candidates"
         );
-        assert!(TermProfile::from_bytes(good[..good.len() - 1].to_vec()).is_err());
-        assert!(TermProfile::from_bytes(good[..5].to_vec()).is_err());
+        assert!(TermProfile::from_bytes(&good[..good.len() - 1]).is_err());
+        assert!(TermProfile::from_bytes(&good[..5]).is_err());
         let mut unsorted = vec![1, 0];
         unsorted.extend_from_slice(&9u32.to_le_bytes());
         unsorted.extend_from_slice(&3u32.to_le_bytes());
-        assert!(TermProfile::from_bytes(unsorted).is_err());
-        let mut orphan = vec![1, 1, 7, 0, 0, 0, 1, 0, b'x'];
+        assert!(TermProfile::from_bytes(&unsorted).is_err());
+        let mut orphan = vec![1, 1, 7, 0, 0, 0, 1, 0, b'x', 1, 0, b'x'];
         orphan.extend_from_slice(&9u32.to_le_bytes());
         assert!(
-            TermProfile::from_bytes(orphan).is_err(),
+            TermProfile::from_bytes(&orphan).is_err(),
             "a candidate whose key is not among the terms"
         );
     }
@@ -233,6 +278,6 @@ mod tests {
             [],
         );
         assert_eq!(profile.candidate_count(), MAX_CANDIDATES);
-        assert_eq!(profile.terms().count(), MAX_CANDIDATES);
+        assert_eq!(profile.terms().len(), MAX_CANDIDATES);
     }
 }

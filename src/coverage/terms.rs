@@ -18,6 +18,31 @@ use super::normalize::{is_word_char, normalize_text};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TermKey(pub u32);
 
+/// Hashes a [`TermKey`] for hash maps: the key is a hash already, so one multiplication spreads
+/// it over the bits a table looks at (far cheaper than hashing it again).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TermKeyHasher(u64);
+
+impl std::hash::Hasher for TermKeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (u64::from(n) | u64::from(n) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A hash map keyed by term keys.
+pub type TermKeyMap<V> =
+    std::collections::HashMap<TermKey, V, std::hash::BuildHasherDefault<TermKeyHasher>>;
+
 /// Longest term, in characters of the normalized text: longer texts are never anchors.
 pub const MAX_KEY_CHARS: usize = 64;
 
@@ -62,6 +87,26 @@ pub fn countable_key(anchor: &str) -> Option<(String, TermKey)> {
 pub fn term_keys(content: &str) -> Vec<TermKey> {
     let text = normalize_text(content);
     let mut keys = Vec::new();
+    for_each_term(&text, true, |term| keys.push(key_of_normalized(term)));
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+/// Every term of an already normalized text (a summary), as text: a countable anchor is in the
+/// text at word boundaries exactly when its normalized form is one of them.
+pub fn terms_of_normalized(text: &str) -> foldhash::HashSet<&str> {
+    let mut terms = foldhash::HashSet::default();
+    // Lone words that cannot be anchors would never be looked up: no need to leave them out.
+    for_each_term(text, false, |term| {
+        terms.insert(term);
+    });
+    terms
+}
+
+/// Calls `f` with every term of the normalized `text` (see the module docs); with `compact`,
+/// not with lone words that can never be anchors.
+fn for_each_term<'t>(text: &'t str, compact: bool, mut f: impl FnMut(&'t str)) {
     // The current run of joined words: each word's byte range and character offset.
     let mut words: Vec<Word> = Vec::new();
     let mut in_word = false;
@@ -82,15 +127,12 @@ pub fn term_keys(content: &str) -> Vec<TermKey> {
         } else {
             in_word = false;
             if !is_joining(c) {
-                push_terms(&text, &words, &mut keys);
+                run_terms(text, &words, compact, &mut f);
                 words.clear();
             }
         }
     }
-    push_terms(&text, &words, &mut keys);
-    keys.sort_unstable();
-    keys.dedup();
-    keys
+    run_terms(text, &words, compact, &mut f);
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -102,7 +144,7 @@ struct Word {
 }
 
 /// Every contiguous run of `words` (one joined run of the text) short enough to be an anchor.
-fn push_terms(text: &str, words: &[Word], keys: &mut Vec<TermKey>) {
+fn run_terms<'t>(text: &'t str, words: &[Word], compact: bool, f: &mut impl FnMut(&'t str)) {
     for (i, first) in words.iter().enumerate() {
         for last in &words[i..] {
             if last.last_char + 1 - first.first_char > MAX_KEY_CHARS {
@@ -110,12 +152,13 @@ fn push_terms(text: &str, words: &[Word], keys: &mut Vec<TermKey>) {
             }
             let term = &text[first.start..last.end];
             // Lone words that can never be anchors are left out to keep the index small.
-            if first.start == last.start
+            if compact
+                && first.start == last.start
                 && (first.last_char == first.first_char || is_stop_word(term))
             {
                 continue;
             }
-            keys.push(key_of_normalized(term));
+            f(term);
         }
     }
 }

@@ -23,7 +23,7 @@ pub(super) fn stored_facts(
     let (given, profile) = match (profile, content) {
         (Some(bytes), _) => {
             let profile =
-                TermProfile::from_bytes(bytes).map_err(|e| sqlx::Error::Decode(e.into()))?;
+                TermProfile::from_bytes(&bytes).map_err(|e| sqlx::Error::Decode(e.into()))?;
             (anchors_given.unwrap_or(true), profile)
         }
         (None, Some(content)) => {
@@ -92,7 +92,7 @@ pub(super) fn deciding_anchors(
         [lo, hi] => u16::from_le_bytes([*lo, *hi]),
         _ => return Err(sqlx::Error::Decode("candidates_used is not one u16".into())),
     };
-    let profile = TermProfile::from_bytes(profile).map_err(|e| sqlx::Error::Decode(e.into()))?;
+    let profile = TermProfile::from_bytes(&profile).map_err(|e| sqlx::Error::Decode(e.into()))?;
     Ok(profile
         .candidates()
         .enumerate()
@@ -146,7 +146,7 @@ impl Backfill {
     pub fn next(&mut self, turn: BackfillTurn) -> Result<Option<Profiled>, sqlx::Error> {
         if let Some(bytes) = turn.profile {
             let profile =
-                TermProfile::from_bytes(bytes).map_err(|e| sqlx::Error::Decode(e.into()))?;
+                TermProfile::from_bytes(&bytes).map_err(|e| sqlx::Error::Decode(e.into()))?;
             for c in profile.candidates() {
                 *self.counts.entry(c.key).or_insert(0) += 1;
             }

@@ -8,7 +8,7 @@ use serde_json::json;
 #[tokio::test]
 async fn the_plan_advises_compacting_a_range_worth_a_summary() {
     let app = spawn_app().await;
-    let turns = vec![turn("user", "Rebook ZFA04Y for the honeymoon.", 600, &[])];
+    let turns = vec![turn("user", "Rebook ZFA04Y for the honeymoon.", 200, &[])];
     expect(app.append("c", json!(turns)).await, StatusCode::CREATED).await;
     let plan = expect(app.plan("c", "summary_budget=200").await, StatusCode::OK).await;
     assert_eq!(
@@ -17,14 +17,14 @@ async fn the_plan_advises_compacting_a_range_worth_a_summary() {
             &plan["advice_reason"],
             &plan["worthwhile_tokens"]
         ),
-        (&json!("compact"), &json!("fits"), &json!(400))
+        (&json!("compact"), &json!("fits"), &json!(200))
     );
 }
 
 #[tokio::test]
-async fn the_plan_advises_waiting_while_the_range_is_under_twice_the_budget() {
+async fn the_plan_advises_waiting_while_the_range_holds_less_than_the_budget() {
     let app = spawn_app().await;
-    let turns = vec![turn("user", "Rebook ZFA04Y for the honeymoon.", 399, &[])];
+    let turns = vec![turn("user", "Rebook ZFA04Y for the honeymoon.", 199, &[])];
     expect(app.append("c", json!(turns)).await, StatusCode::CREATED).await;
     let plan = expect(app.plan("c", "summary_budget=200").await, StatusCode::OK).await;
     assert_eq!(
@@ -38,7 +38,7 @@ async fn the_plan_advises_waiting_while_the_range_is_under_twice_the_budget() {
             &json!("wait"),
             &json!("range_too_small"),
             &json!(0),
-            &json!(399)
+            &json!(199)
         )
     );
 }

@@ -152,15 +152,20 @@ fn ranked<'a>(
         {
             continue;
         }
-        // Matched after NFKC, which can turn an alphanumeric end into punctuation (`㈠` is
-        // `(一)`); such a token could not be matched on word boundaries.
-        let normalized: String = candidate.text.nfkc().collect();
-        if !normalized.starts_with(char::is_alphanumeric)
-            || !normalized.ends_with(char::is_alphanumeric)
-        {
-            continue;
-        }
-        let key = caseless::default_case_fold_str(&normalized);
+        let key = if candidate.text.is_ascii() {
+            // Trimmed to alphanumeric ends already; NFKC leaves ASCII as it is.
+            candidate.text.to_ascii_lowercase()
+        } else {
+            // Matched after NFKC, which can turn an alphanumeric end into punctuation (`㈠` is
+            // `(一)`); such a token could not be matched on word boundaries.
+            let normalized: String = candidate.text.nfkc().collect();
+            if !normalized.starts_with(char::is_alphanumeric)
+                || !normalized.ends_with(char::is_alphanumeric)
+            {
+                continue;
+            }
+            caseless::default_case_fold_str(&normalized)
+        };
         if seen.contains(&key) {
             continue;
         }

@@ -13,7 +13,8 @@ const DRAFT_CANDIDATES: usize = 2 * MAX_CANDIDATES;
 /// the candidates by rarity.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Draft {
-    candidates: Vec<(String, TermKey)>,
+    /// Text, normalized text, key; in tier order.
+    candidates: Vec<(String, String, TermKey)>,
     terms: Vec<TermKey>,
 }
 
@@ -32,11 +33,11 @@ impl Draft {
         )
         .into_iter()
         .filter_map(|c| {
-            let (_, key) = countable_key(&c.text)?;
+            let (normalized, key) = countable_key(&c.text)?;
             terms
                 .binary_search(&key)
                 .is_ok()
-                .then(|| (c.text.into_owned(), key))
+                .then(|| (c.text.into_owned(), normalized, key))
         })
         .collect();
         Self { candidates, terms }
@@ -53,14 +54,16 @@ impl Draft {
 
     /// The keys whose counts [`rank_by_rarity`] reads.
     pub fn candidate_keys(&self) -> impl Iterator<Item = TermKey> + '_ {
-        self.candidates.iter().map(|&(_, key)| key)
+        self.candidates.iter().map(|&(_, _, key)| key)
     }
 
     /// The profile in tier order, for a turn read without the conversation's counts (stored
     /// before profiles existed).
     pub fn into_profile(self) -> TermProfile {
-        TermProfile::new(
-            self.candidates.iter().map(|(t, k)| (t.as_str(), *k)),
+        TermProfile::from_parts(
+            self.candidates
+                .iter()
+                .map(|(t, n, k)| (t.as_str(), n.as_str(), *k)),
             self.terms,
         )
     }
@@ -84,9 +87,9 @@ pub fn rank_by_rarity(
             // Stable: equally rare candidates stay in tier order.
             draft
                 .candidates
-                .sort_by_cached_key(|(_, key)| count(key, &added));
+                .sort_by_cached_key(|(_, _, key)| count(key, &added));
             draft.candidates.truncate(MAX_CANDIDATES);
-            for (_, key) in &draft.candidates {
+            for (_, _, key) in &draft.candidates {
                 *added.entry(*key).or_insert(0) += 1;
             }
             draft.into_profile()
@@ -152,6 +155,6 @@ mod tests {
     fn a_turn_with_given_anchors_keeps_only_its_terms() {
         let profile = Draft::terms_only("Reservation ZFA04Y").into_profile();
         assert_eq!(profile.candidate_count(), 0);
-        assert!(profile.terms().count() >= 2);
+        assert!(profile.terms().len() >= 2);
     }
 }

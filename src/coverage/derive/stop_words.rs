@@ -15,11 +15,19 @@ pub fn is_stop_word(word: &str) -> bool {
         lower.make_ascii_lowercase();
         // The bytes are ASCII, so this cannot fail.
         let lower = std::str::from_utf8(lower).unwrap_or_default();
-        STOP_WORDS.binary_search(&lower).is_ok()
+        stop_words().contains(lower)
     } else {
         // Compatibility characters can fold into ASCII (the Kelvin sign is a `k`).
-        STOP_WORDS.binary_search(&fold(word).as_str()).is_ok()
+        stop_words().contains(fold(word).as_str())
     }
+}
+
+/// The list as a hash set: this runs for every word of every turn appended (a binary search
+/// of string comparisons was most of the cost of profiling a turn).
+fn stop_words() -> &'static foldhash::HashSet<&'static str> {
+    static SET: std::sync::LazyLock<foldhash::HashSet<&'static str>> =
+        std::sync::LazyLock::new(|| STOP_WORDS.iter().copied().collect());
+    &SET
 }
 
 /// NFKC + default case folding: the form the summary matcher compares in.

@@ -326,7 +326,7 @@ fn planned_turns(facts: &[TurnFacts], policy: &Policy) -> Vec<PlannedTurn> {
         .map(|(check, turn)| {
             let unanchored = if turn.pinned {
                 Some(Reason::Pinned)
-            } else if check.anchors.is_empty() {
+            } else if check.is_empty() {
                 Some(Reason::NoAnchors)
             } else {
                 None
@@ -336,9 +336,9 @@ fn planned_turns(facts: &[TurnFacts], policy: &Policy) -> Vec<PlannedTurn> {
                 anchors: if turn.pinned {
                     Vec::new()
                 } else {
-                    check.anchors.iter().map(|a| (*a).to_owned()).collect()
+                    check.anchors().map(str::to_owned).collect()
                 },
-                anchor_origin: AnchorOrigin::of(!check.derived),
+                anchor_origin: AnchorOrigin::of(!check.is_derived()),
                 unanchored,
                 evidence: check.evidence(),
             }

@@ -75,7 +75,7 @@ async fn backfill_conversation(
             if let Some(done) = backfill.next(turn)? {
                 ids.push(done.id);
                 given.push(done.anchors_given);
-                profiles.push(done.profile.into_bytes());
+                profiles.push(done.profile.to_bytes());
             }
         }
         profiled += ids.len() as u64;

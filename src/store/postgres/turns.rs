@@ -339,7 +339,7 @@ async fn insert_turns(
     let anchors: Vec<Json<&Vec<String>>> = turns.iter().map(|(t, _)| Json(&t.anchors)).collect();
     let given: Vec<bool> = turns.iter().map(|(t, _)| t.anchors_given).collect();
     let pinned: Vec<bool> = turns.iter().map(|(t, _)| t.pinned).collect();
-    let profiles: Vec<&[u8]> = turns.iter().map(|(_, p)| p.as_bytes()).collect();
+    let profiles: Vec<Vec<u8>> = turns.iter().map(|(_, p)| p.to_bytes()).collect();
     let external_ids: Vec<Option<&str>> = turns
         .iter()
         .map(|(t, _)| t.external_id.as_deref())

@@ -84,7 +84,7 @@ async fn backfill_conversation(
             .bind(conversation.as_str())
             .bind(done.id)
             .bind(done.anchors_given)
-            .bind(done.profile.as_bytes())
+            .bind(done.profile.to_bytes())
             .execute(&mut **tx)
             .await?;
             profiled += 1;

@@ -79,7 +79,7 @@ impl SqliteStore {
                 .bind(serde_json::to_string(&t.anchors).map_err(|e| sqlx::Error::Encode(e.into()))?)
                 .bind(t.anchors_given)
                 .bind(t.pinned)
-                .bind(profile.as_bytes())
+                .bind(profile.to_bytes())
                 .bind(t.external_id.as_deref())
                 .execute(&mut *tx)
                 .await?;
