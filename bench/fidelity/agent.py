@@ -159,7 +159,7 @@ class Orchestrator:
         return answer.body, budget
 
     def anchors_for(self, plan: dict, start: int, end: int) -> dict[int, list[str]]:
-        """The plan's per-turn anchors when it gives them (a field being added), else the
+        """The plan's per-turn anchors when it gives them (since issue 11), else the
         anchors each turn got in its append answer."""
         listed = plan.get("turns")
         if isinstance(listed, list) and listed:
@@ -215,7 +215,7 @@ class Orchestrator:
 
 
 def advice_of(plan: dict) -> str | None:
-    """The plan's `advice` (a field being added): a plain string, or an object naming it."""
+    """The plan's `advice` (since issue 11): a plain string, or an object naming it."""
     advice = plan.get("advice")
     if isinstance(advice, dict):
         advice = advice.get("action") or advice.get("kind") or advice.get("advice")

@@ -113,7 +113,7 @@ class FakeClient:
 
 
 class OrchestratorTest(unittest.TestCase):
-    """The plan fields being added (`advice`, `turns`) as the orchestrator reads them."""
+    """The plan's `advice` and `turns` (since issue 11) as the orchestrator reads them."""
 
     session = data.Session(0, ("x",), tuple(data.Turn("user", f"Book flight HAT{i:03d} today.") for i in range(30)))
 

@@ -186,6 +186,27 @@ impl TermProfile {
     }
 }
 
+/// The texts of the candidates `mask` picks (bit i: candidate i) straight from stored bytes,
+/// without decoding the rest: what reconstruct needs of a profile.
+pub fn picked_candidates(bytes: &[u8], mask: u16) -> Result<Vec<String>, ProfileError> {
+    let (&version, rest) = bytes.split_first().ok_or(ProfileError("empty"))?;
+    if version != VERSION {
+        return Err(ProfileError("unknown version"));
+    }
+    let (&n, mut rest) = rest.split_first().ok_or(ProfileError("truncated"))?;
+    let mut picked = Vec::with_capacity(mask.count_ones() as usize);
+    for i in 0..usize::from(n).min(MAX_CANDIDATES) {
+        let tail = rest.get(4..).ok_or(ProfileError("truncated candidate"))?;
+        let (text, tail) = read_text(tail)?;
+        let (_, tail) = read_text(tail)?;
+        if mask & (1 << i) != 0 {
+            picked.push(text.to_owned());
+        }
+        rest = tail;
+    }
+    Ok(picked)
+}
+
 /// A `[len: u16 LE][UTF-8]` text and what follows it.
 fn read_text(bytes: &[u8]) -> Result<(&str, &[u8]), ProfileError> {
     let (len, rest) = bytes
@@ -229,6 +250,11 @@ mod tests {
             read.terms().iter().map(|k| k.0).collect::<Vec<_>>(),
             [1, 3, 7, 9],
             "sorted, without repeats, holding the candidates' keys"
+        );
+        assert_eq!(
+            picked_candidates(&profile.to_bytes(), 0b10).unwrap(),
+            ["HAT170"],
+            "what reconstruct reads"
         );
         for (key, held) in [
             (0, false),

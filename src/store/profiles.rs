@@ -2,6 +2,7 @@
 //! decided a covered turn, and the backfill of turns stored before profiles existed.
 
 use crate::coverage::derive::{AnchorSource, Draft, derive_anchors, rank_by_rarity};
+use crate::coverage::profile::picked_candidates;
 use crate::coverage::terms::TermKey;
 use crate::coverage::{Role, TermProfile, TurnAnchors, TurnFacts};
 use foldhash::HashMap;
@@ -92,13 +93,7 @@ pub(super) fn deciding_anchors(
         [lo, hi] => u16::from_le_bytes([*lo, *hi]),
         _ => return Err(sqlx::Error::Decode("candidates_used is not one u16".into())),
     };
-    let profile = TermProfile::from_bytes(&profile).map_err(|e| sqlx::Error::Decode(e.into()))?;
-    Ok(profile
-        .candidates()
-        .enumerate()
-        .filter(|(i, _)| mask & (1 << i) != 0)
-        .map(|(_, c)| c.text.to_owned())
-        .collect())
+    picked_candidates(&profile, mask).map_err(|e| sqlx::Error::Decode(e.into()))
 }
 
 /// `candidates_used` as stored: a little-endian u16 per turn of the range.
