@@ -2295,8 +2295,11 @@ struct Lane {
     lane: usize,
     generation: usize,
     conversation: String,
-    /// The anchors the service derived for each turn.
-    anchors: Vec<Vec<String>>,
+    /// The tau-bench turn behind each logged turn; a summary quotes them whole, so it holds
+    /// whatever evidence the service derives for them within the proposal's range.
+    turns: Vec<usize>,
+    /// The tau-bench turns of the append in flight, logged once it is acknowledged.
+    pending: Vec<usize>,
     /// The last turn a checkpoint advanced to, and that checkpoint.
     advanced: i64,
     latest: Option<i64>,
@@ -2308,7 +2311,7 @@ impl Lane {
     fn roll(&mut self) {
         self.generation += 1;
         self.conversation = format!("soak-{}-{}", self.lane, self.generation);
-        self.anchors.clear();
+        self.turns.clear();
         self.advanced = -1;
         self.latest = None;
     }
@@ -2316,25 +2319,27 @@ impl Lane {
     /// The next request: (operation, method, path below the conversation, body, expected
     /// status).
     fn next_request(&mut self) -> (&'static str, Method, String, Option<Value>, u16) {
-        if self.anchors.len() >= SOAK_TURNS_PER_CONVERSATION {
+        if self.turns.len() >= SOAK_TURNS_PER_CONVERSATION {
             self.roll();
         }
-        let turns = self.anchors.len() as i64;
+        let turns = self.turns.len() as i64;
         let roll = self.rng.below(100);
         let proposal = (self.advanced + 1..turns).take(10).collect::<Vec<_>>();
-        let anchored: Vec<&str> = proposal
+        let quoted: Vec<&str> = proposal
             .iter()
-            .flat_map(|&id| self.anchors[id as usize].iter().map(String::as_str))
+            .map(|&id| tau()[self.turns[id as usize]].content.as_str())
+            .filter(|content| !content.trim().is_empty())
             .collect();
         if turns < 6 || roll < 35 {
             let n = self.rng.range(1, 4) as usize;
             let idx: Vec<usize> = (0..n).map(|k| (self.cursor + k) % tau().len()).collect();
             self.cursor += n;
             let body = append_body(turns, &idx);
+            self.pending = idx;
             ("append", Method::POST, "/turns".into(), Some(body), 201)
-        } else if roll < 45 && !anchored.is_empty() {
+        } else if roll < 45 && !quoted.is_empty() {
             let (from, to) = (proposal[0], *proposal.last().unwrap());
-            let summary = format!("Soak summary: {}.", anchored.join(", "));
+            let summary = format!("Soak summary: {}", quoted.join("\n"));
             let body = json!({
                 "from": from, "to": to, "summary": summary, "summary_budget": 50_000,
                 "expected_checkpoint": self.latest
@@ -2370,19 +2375,7 @@ impl Lane {
     /// Learns from a successful answer what the next requests need.
     fn learn(&mut self, op: &str, body: &Value) {
         match op {
-            "append" => {
-                for turn in body["turns"].as_array().into_iter().flatten() {
-                    let anchors = turn["anchors"]
-                        .as_array()
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(|a| a.as_str().map(str::to_owned))
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    self.anchors.push(anchors);
-                }
-            }
+            "append" => self.turns.append(&mut self.pending),
             "propose" => {
                 self.latest = body["checkpoint_id"].as_i64();
                 if let Some(advanced) = body["advanced_to"].as_i64() {
@@ -2481,7 +2474,8 @@ async fn soak_mixed_traffic_at_a_steady_rate_keeps_memory_flat_and_answers_witho
                 lane,
                 generation: 0,
                 conversation: format!("soak-{lane}-0"),
-                anchors: Vec::new(),
+                turns: Vec::new(),
+                pending: Vec::new(),
                 advanced: -1,
                 latest: None,
                 cursor: rng.below(tau().len() as u64) as usize,
