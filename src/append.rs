@@ -4,7 +4,7 @@
 //! conversation's candidate counts, and this decides; nothing here touches the database.
 
 use crate::coverage::Role;
-use crate::coverage::derive::{Draft, rank_by_rarity};
+use crate::coverage::derive::{AnchorSource, Draft, rank_by_rarity};
 use crate::coverage::profile::TermProfile;
 use crate::coverage::terms::TermKey;
 use foldhash::HashMap;
@@ -21,6 +21,37 @@ pub struct PreparedTurn {
     pub external_id: Option<String>,
     pub pinned: bool,
     pub draft: Draft,
+}
+
+impl PreparedTurn {
+    /// Fills in what the client left out (tokens counted) and drafts the turn's term profile:
+    /// its candidate anchors (unless the client gave anchors) and term keys. Candidates are
+    /// ranked later, against the conversation's counts ([`AppendPlan::rank`]).
+    pub fn new(turn: crate::domain::NewTurn, tokens: &crate::tokens::TokenCounter) -> Self {
+        let source = if turn.role == Role::Tool {
+            AnchorSource::ToolOutput
+        } else {
+            AnchorSource::Prose
+        };
+        let anchors: Option<Vec<String>> = turn
+            .anchors
+            .map(|anchors| anchors.into_iter().map(|a| a.into_inner()).collect());
+        let draft = if anchors.is_some() {
+            Draft::terms_only(&turn.content)
+        } else {
+            Draft::new(&turn.content, source)
+        };
+        Self {
+            id: turn.id,
+            role: turn.role,
+            tokens: turn.tokens.unwrap_or_else(|| tokens.count(&turn.content)),
+            anchors,
+            external_id: turn.external_id.map(|e| e.into_inner()),
+            pinned: turn.pinned,
+            draft,
+            content: turn.content,
+        }
+    }
 }
 
 /// A turn as the log holds it.

@@ -172,17 +172,31 @@ impl DecisionConfig {
     }
 }
 
+/// A settings struct as its flags' defaults, ignoring the environment: the one source of
+/// defaults for the command line and for code (tests build the app from these).
+fn flag_defaults<T: Args + clap::FromArgMatches>() -> T {
+    let command = T::augment_args(clap::Command::new("defaults")).mut_args(|a| a.env(None::<&str>));
+    let matches = command
+        .try_get_matches_from(["defaults"])
+        .expect("every setting has a default or is optional");
+    T::from_arg_matches(&matches).expect("the defaults parse")
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        flag_defaults()
+    }
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        flag_defaults()
+    }
+}
+
 impl Default for DecisionConfig {
     fn default() -> Self {
-        Self {
-            default_mode: Mode::Narrow,
-            prose_ratio: CompressionRatio::PROSE_DEFAULT,
-            tool_ratio: CompressionRatio::TOOL_DEFAULT,
-            anchor_rule: AnchorRule::All,
-            anchor_count: DEFAULT_ANCHOR_COUNT,
-            tokens_per_anchor: Policy::DEFAULT_TOKENS_PER_ANCHOR,
-            tokenizer: Tokenizer::default(),
-        }
+        flag_defaults()
     }
 }
 

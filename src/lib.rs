@@ -2,30 +2,45 @@
 //! The compaction gatekeeper: persists only the pointer set a summary really covers.
 //!
 //! A guided tour, in reading order:
+//! 1. the pure core: [`domain`] (parsed values), [`coverage`] (the decision), [`append`] (how a
+//!    batch fits the log), [`plan`] (the compaction plan), [`tokens`], and the wire types in
+//!    [`api`];
+//! 2. [`service`]: the flows that use the core, written once;
+//! 3. [`store`] beneath them (SQL only) and [`http`] above them (parse, call a flow, respond);
+//! 4. how it starts: [`config`], [`server`], [`cli`]; and [`client`], for callers.
+//!
+//! docs/architecture.md says which layer may import which.
 
 /// The wire contract: request and response bodies.
 pub mod api;
 /// How a batch of turns fits the log: new turns, replays, conflicts, gaps (pure).
 pub mod append;
+/// The coverage decision: pure functions from turns + proposal to a verdict (no IO).
+pub mod coverage;
+/// Parsed request values (conversation ids, turns, proposals): valid once constructed.
+pub mod domain;
+/// The compaction plan and its advice (compact, raise the budget, or wait) (pure).
+pub mod plan;
+/// Token counting with a real tokenizer (tiktoken), built once and shared.
+pub mod tokens;
+
+/// The HTTP service: router, handlers, errors, auth, metrics. Handlers parse, call a flow of
+/// [`service`], and map the result.
+pub mod http;
+/// The request flows (append, propose, pin, reads), written once over any [`store::Store`]:
+/// they call the pure core and the store.
+pub mod service;
+/// The raw log and the checkpoints: SQL and row decoding only, behind the `Store` and
+/// `WriteTx` traits, on Postgres or embedded SQLite, migrations embedded.
+pub mod store;
+
 /// The `gatekeeper` command line: serve, migrate, and client commands.
 pub mod cli;
 /// A typed client for the API, with retries that reuse the Idempotency-Key.
 pub mod client;
 /// Typed configuration from flags and environment, validated at start.
 pub mod config;
-/// The coverage decision: pure functions from turns + proposal to a verdict (no IO).
-pub mod coverage;
-/// Parsed request values (conversation ids, turns, proposals): valid once constructed.
-pub mod domain;
-/// The HTTP service: router, handlers, errors, auth, metrics.
-pub mod http;
-/// The compaction plan and its advice (compact, raise the budget, or wait) (pure).
-pub mod plan;
-/// Starting, serving on a given listener, and draining on shutdown.
+/// Starting (the backend chosen once, by URL), serving on a given listener, draining.
 pub mod server;
-/// Postgres: the raw log and the checkpoints, migrations embedded.
-pub mod store;
 /// Reader for the tau-bench airline transcripts used by tests, benchmarks and the CLI.
 pub mod tau_bench;
-/// Token counting with a real tokenizer (tiktoken), built once and shared.
-pub mod tokens;

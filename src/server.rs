@@ -1,10 +1,11 @@
 //! Starting and stopping: state from configuration, serving on a given listener, draining.
 
-use crate::config::{ApiKeys, DecisionConfig, LogFormat, ServeConfig};
+use crate::config::{LogFormat, ServeConfig};
 use crate::http::rate_limit::RateLimiter;
 use crate::http::reconstruct_cache::ReconstructCache;
 use crate::http::{AppState, router};
-use crate::store::{Storage, Store};
+use crate::service::Service;
+use crate::store::{Backend, PgStore, SqliteStore, Store};
 use crate::tokens::TokenCounter;
 use std::future::Future;
 use std::sync::Arc;
@@ -12,70 +13,42 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::net::TcpListener;
 
-/// Memory for cached reconstruct answers unless configured.
-pub const DEFAULT_RECONSTRUCT_CACHE_BYTES: u64 = 64 * 1024 * 1024;
-
-/// How long an Idempotency-Key's answer is kept unless configured.
-pub const DEFAULT_IDEMPOTENCY_TTL: Duration = Duration::from_secs(24 * 60 * 60);
-
-impl AppState {
-    /// State for a store and validated settings.
-    pub fn new(store: Store, config: &ServeConfig, keys: ApiKeys) -> Self {
-        let state = Self::with_decision(
-            store,
-            keys,
-            &config.decision,
-            config.limits(),
-            config.max_body_bytes,
-            config.request_timeout(),
-        );
-        Self {
-            idempotency_ttl: Duration::from_secs(config.idempotency_ttl_secs),
+impl<S: Store> AppState<S> {
+    /// The state `serve` runs with: settings validated, over a connected store. Tests build
+    /// their apps with this too.
+    pub fn from_config(store: S, config: &ServeConfig) -> Result<Self, String> {
+        let keys = config.validate()?;
+        let decision = &config.decision;
+        let tokens = TokenCounter::new(decision.tokenizer);
+        Ok(Self {
+            service: Service::new(store, decision.policy(), tokens),
+            keys: Arc::new(keys),
+            default_mode: decision.default_mode,
+            limits: config.limits(),
+            max_body_bytes: config.max_body_bytes,
+            request_timeout: config.request_timeout(),
             rate_limiter: RateLimiter::new(config.rate_limit_per_sec, config.rate_limit_burst)
                 .map(Arc::new),
             reconstruct_cache: ReconstructCache::new(config.reconstruct_cache_mib * 1024 * 1024)
                 .map(Arc::new),
-            ..state
-        }
-    }
-
-    pub fn with_decision(
-        store: Store,
-        keys: ApiKeys,
-        decision: &DecisionConfig,
-        limits: crate::domain::Limits,
-        max_body_bytes: usize,
-        request_timeout: Duration,
-    ) -> Self {
-        Self {
-            store,
-            keys: Arc::new(keys),
-            policy: decision.policy(),
-            default_mode: decision.default_mode,
-            limits,
-            tokens: TokenCounter::new(decision.tokenizer),
-            max_body_bytes,
-            request_timeout,
-            idempotency_ttl: DEFAULT_IDEMPOTENCY_TTL,
-            rate_limiter: None,
-            reconstruct_cache: ReconstructCache::new(DEFAULT_RECONSTRUCT_CACHE_BYTES).map(Arc::new),
+            idempotency_ttl: Duration::from_secs(config.idempotency_ttl_secs),
             draining: Arc::new(AtomicBool::new(false)),
-        }
+        })
     }
 }
 
 /// Serves until `shutdown` resolves, then stops accepting, marks the service unready and lets
 /// in-flight requests finish for at most `drain_timeout`.
-pub async fn serve(
+pub async fn serve<S: Store>(
     listener: TcpListener,
-    state: AppState,
+    state: AppState<S>,
     shutdown: impl Future<Output = ()> + Send + 'static,
     drain_timeout: Duration,
 ) -> std::io::Result<()> {
     crate::http::metrics::spawn_upkeep();
     // Stopped with the server (dropping the guard aborts it).
     let _feed = state.reconstruct_cache.clone().map(|cache| {
-        let store = state.store.clone();
+        let store = state.service.store().clone();
         AbortOnDrop(tokio::spawn(async move {
             store.follow_checkpoints(|event| cache.on_feed(event)).await;
         }))
@@ -148,7 +121,8 @@ pub fn init_tracing(format: LogFormat, filter: &str) {
     };
 }
 
-/// `gatekeeper serve`: validate, connect, migrate, listen, serve, drain, close.
+/// `gatekeeper serve`: validate, connect, migrate, listen, serve, drain, close. The backend is
+/// chosen here, once, by the database URL.
 pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let keys = config.validate().map_err(anyhow::Error::msg)?;
     init_tracing(config.log_format, &config.log_level);
@@ -156,14 +130,14 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         tracing::warn!(listen = %config.listen, "no API keys configured: single tenant, loopback only");
     }
     tracing::info!(?config, "starting");
-    let db = &config.database;
-    let store = Store::connect_waiting(
-        &db.url(),
-        db.pool_size,
-        db.acquire_timeout(),
-        db.startup_wait(),
-    )
-    .await?;
+    match Backend::of_url(&config.database.url()).map_err(anyhow::Error::msg)? {
+        Backend::Postgres => launch::<PgStore>(config).await,
+        Backend::Sqlite => launch::<SqliteStore>(config).await,
+    }
+}
+
+async fn launch<S: Store>(config: ServeConfig) -> anyhow::Result<()> {
+    let store = S::connect(&config.database).await?;
     let profiled = store.backfill_profiles().await?;
     if profiled > 0 {
         tracing::info!(
@@ -174,7 +148,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     tracing::info!(backend = ?store.backend(), "database ready");
     let listener = TcpListener::bind(config.listen).await?;
     tracing::info!(address = %listener.local_addr()?, "listening");
-    let state = AppState::new(store.clone(), &config, keys);
+    let state = AppState::from_config(store.clone(), &config).map_err(anyhow::Error::msg)?;
     serve(
         listener,
         state,

@@ -2,17 +2,14 @@
 //! and a fresh database (SQLite, or Postgres with `GATEKEEPER_TEST_BACKEND=postgres`).
 //! Exit codes: 0 done, 1 error, 2 usage, 3 proposal rejected, 4 not found.
 
-#[path = "api/support.rs"]
-mod support;
-#[path = "api/test_db.rs"]
-mod test_db;
+use gatekeeper::config::ServeConfig;
+use gatekeeper_test_support as support;
 
 use gatekeeper::api::{
     CompactionPlanResponse, ContextItem, ContextResponse, ReconstructResponse, Source,
     VerdictResponse,
 };
 use gatekeeper::coverage::Outcome;
-use gatekeeper::store::Storage;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
@@ -1051,8 +1048,8 @@ async fn a_service_that_is_not_running_exits_1_with_a_clear_message() {
 
 #[tokio::test]
 async fn a_wrong_key_against_a_keyed_service_exits_1_mentioning_401() {
-    let app = spawn_app_with(Options {
-        keys: "t:0123456789abcdef",
+    let app = spawn_app_with(ServeConfig {
+        api_keys: Some("t:0123456789abcdef".into()),
         ..Default::default()
     })
     .await;

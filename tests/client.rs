@@ -2,10 +2,8 @@
 //! a fresh database (SQLite, or Postgres with `GATEKEEPER_TEST_BACKEND=postgres`), and against
 //! a small local stand-in for an overloaded gatekeeper for its retries.
 
-#[path = "api/support.rs"]
-mod support;
-#[path = "api/test_db.rs"]
-mod test_db;
+use gatekeeper::config::ServeConfig;
+use gatekeeper_test_support as support;
 
 use axum::http::{HeaderMap, Method, StatusCode as AxumStatus, Uri, header};
 use axum::response::{IntoResponse, Response};
@@ -16,7 +14,6 @@ use gatekeeper::api::{
 };
 use gatekeeper::client::{Client, ClientError, Problem};
 use gatekeeper::coverage::{Outcome, Rejection, Role};
-use gatekeeper::store::Storage;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -466,8 +463,8 @@ async fn a_conversation_name_is_sent_as_one_path_segment() {
 #[tokio::test]
 async fn a_keyed_service_takes_the_right_key_and_answers_401_unauthorized_to_a_wrong_or_missing_one()
  {
-    let app = spawn_app_with(Options {
-        keys: "t:0123456789abcdef",
+    let app = spawn_app_with(ServeConfig {
+        api_keys: Some("t:0123456789abcdef".into()),
         ..Default::default()
     })
     .await;

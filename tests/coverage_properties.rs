@@ -1,6 +1,6 @@
 //! Invariants of the decision over random ranges, anchors, reports and summaries.
 
-mod common;
+use gatekeeper_test_support::coverage as common;
 
 use common::{given, given_mut, turn};
 use gatekeeper::coverage::{

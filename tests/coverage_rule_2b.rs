@@ -1,7 +1,7 @@
 //! Rule 2b (derived anchors must tell their turn apart) and rule 2c (pinned turns), one table
 //! each, on turns profiled exactly as appends profile them.
 
-mod common;
+use gatekeeper_test_support::coverage as common;
 
 use common::{proposal, ranges};
 use gatekeeper::coverage::derive::{AnchorSource, Draft, rank_by_rarity};

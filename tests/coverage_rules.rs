@@ -1,6 +1,6 @@
 //! One table per rule of the coverage decision (issue 2, rules 1–8).
 
-mod common;
+use gatekeeper_test_support::coverage as common;
 
 use common::*;
 use gatekeeper::coverage::{

@@ -1,10 +1,7 @@
 //! The seed's incident, end to end over HTTP. Its own test binary, so the process-wide metrics
 //! it asserts on are moved by this test alone.
 
-#[path = "api/support.rs"]
-mod support;
-#[path = "api/test_db.rs"]
-mod test_db;
+use gatekeeper_test_support as support;
 
 use gatekeeper::coverage::derive::{AnchorSource, Draft, rank_by_rarity};
 use gatekeeper::coverage::{

@@ -8,7 +8,7 @@ mod transcript;
 use crate::api::CompactionRequestBody;
 use crate::client::{Client, ClientError};
 use crate::config::{DatabaseConfig, ServeConfig};
-use crate::store::{Storage, Store};
+use crate::store::{Backend, PgStore, SqliteStore, Store};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -314,9 +314,21 @@ async fn healthcheck(url: &str) -> Result<(), Failure> {
     }
 }
 
-/// `gatekeeper migrate`: what `serve` does to the database before it listens.
+/// `gatekeeper migrate`: what `serve` does to the database before it listens (without waiting
+/// for a server that is not up).
 async fn migrate(db: DatabaseConfig) -> Result<(), Failure> {
-    let store = Store::connect(&db.url(), db.pool_size, db.acquire_timeout()).await?;
+    let db = DatabaseConfig {
+        startup_wait_secs: 0,
+        ..db
+    };
+    match Backend::of_url(&db.url()).map_err(anyhow::Error::msg)? {
+        Backend::Postgres => migrate_on::<PgStore>(&db).await,
+        Backend::Sqlite => migrate_on::<SqliteStore>(&db).await,
+    }
+}
+
+async fn migrate_on<S: Store>(db: &DatabaseConfig) -> Result<(), Failure> {
+    let store = S::connect(db).await?;
     let profiled = store
         .backfill_profiles()
         .await

@@ -1,6 +1,6 @@
 use super::{Invalid, ShortText};
 use crate::api::CompactionRequestBody;
-use crate::coverage::{IdRange, Mode};
+use crate::coverage::{Mode, Proposal};
 
 /// What the client believes the latest checkpoint is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,20 +26,15 @@ impl ExpectedCheckpoint {
 /// A compaction proposal whose shape is valid; the decision checks the rest against the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompactionRequest {
-    pub from: i64,
-    pub to: i64,
-    pub summary: String,
-    pub summary_budget: i64,
-    pub consumed: Option<Vec<IdRange>>,
-    pub finish_reason: Option<ShortText>,
-    pub end_marker: Option<ShortText>,
-    pub mode: Option<Mode>,
-    pub dry_run: bool,
+    /// What the decision takes; `summary_tokens` is 0 until the service counts them.
+    pub proposal: Proposal,
     pub expected_checkpoint: ExpectedCheckpoint,
+    pub dry_run: bool,
 }
 
 impl CompactionRequest {
-    pub fn parse(body: CompactionRequestBody) -> Result<Self, Invalid> {
+    /// A body without `mode` gets `default_mode`.
+    pub fn parse(body: CompactionRequestBody, default_mode: Mode) -> Result<Self, Invalid> {
         if body.from < 0 {
             return Err(Invalid::new(
                 "from",
@@ -80,23 +75,24 @@ impl CompactionRequest {
             Some(None) => ExpectedCheckpoint::NoneYet,
             Some(Some(id)) => ExpectedCheckpoint::Latest(id),
         };
+        let short = |field: &str, text: Option<String>| {
+            text.map(|t| ShortText::parse(field, t).map(ShortText::into_inner))
+                .transpose()
+        };
         Ok(Self {
-            from: body.from,
-            to: body.to,
-            summary: body.summary,
-            summary_budget: body.summary_budget,
-            consumed: body.consumed,
-            finish_reason: body
-                .finish_reason
-                .map(|r| ShortText::parse("finish_reason", r))
-                .transpose()?,
-            end_marker: body
-                .end_marker
-                .map(|m| ShortText::parse("end_marker", m))
-                .transpose()?,
-            mode: body.mode,
-            dry_run: body.dry_run,
+            proposal: Proposal {
+                from: body.from,
+                to: body.to,
+                summary: body.summary,
+                summary_budget: body.summary_budget,
+                summary_tokens: 0,
+                consumed: body.consumed,
+                finish_reason: short("finish_reason", body.finish_reason)?,
+                end_marker: short("end_marker", body.end_marker)?,
+                mode: body.mode.unwrap_or(default_mode),
+            },
             expected_checkpoint,
+            dry_run: body.dry_run,
         })
     }
 }

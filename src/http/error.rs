@@ -1,8 +1,10 @@
 //! One error type for every handler, rendered as RFC 9457 `application/problem+json`.
 
 use crate::api::VerdictResponse;
+use crate::append::AppendConflict;
 use crate::coverage::{IdRanges, ProposalError};
-use crate::domain::Invalid;
+use crate::domain::{ExpectedCheckpoint, Invalid};
+use crate::{service, store};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
@@ -43,9 +45,10 @@ pub enum Error {
     /// The decision rejected the proposal; the body carries the whole verdict.
     #[error("the proposal was rejected")]
     Rejected(Box<VerdictResponse>),
-    /// The database could not be reached or did not answer in time: retry later.
-    #[error("database unavailable: {0}")]
-    Unavailable(#[source] sqlx::Error),
+    /// The database could not be reached, did not answer in time, or the service is not ready
+    /// (draining, migrations missing): retry later. The cause is logged, not shown.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
     #[error("this tenant is over its request rate; retry after the time in Retry-After")]
     TooManyRequests(std::time::Duration),
     #[error("request timed out")]
@@ -54,37 +57,78 @@ pub enum Error {
     Internal(#[from] anyhow::Error),
 }
 
-impl From<sqlx::Error> for Error {
-    fn from(e: sqlx::Error) -> Self {
-        if is_unavailable(&e) {
-            Error::Unavailable(e)
-        } else {
-            Error::Internal(e.into())
+impl From<store::Error> for Error {
+    fn from(e: store::Error) -> Self {
+        match e {
+            store::Error::Unavailable(cause) => Error::Unavailable(cause.to_string()),
+            other => Error::Internal(other.into()),
         }
     }
 }
 
-/// Faults that a retry may fix: connection loss, pool exhaustion, a restarting server.
-fn is_unavailable(e: &sqlx::Error) -> bool {
-    match e {
-        sqlx::Error::Io(_)
-        | sqlx::Error::PoolTimedOut
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::Tls(_) => true,
-        sqlx::Error::WorkerCrashed => true,
-        sqlx::Error::Database(db) => db.code().is_some_and(|code| {
-            // 57P01..03: admin shutdown / crash shutdown / cannot connect now; 08xxx: connection
-            // exceptions; 53300: too many connections; 40001/40P01: serialization / deadlock.
-            code.starts_with("08")
-                || code.starts_with("57P")
-                || code == "53300"
-                || code == "40001"
-                || code == "40P01"
-                // SQLite: BUSY and LOCKED, and their extended forms (another writer holds the
-                // database longer than the busy timeout).
-                || matches!(code.as_ref(), "5" | "6" | "261" | "262" | "517" | "773")
-        }),
-        _ => false,
+impl From<service::Error> for Error {
+    fn from(e: service::Error) -> Self {
+        use service::Error as E;
+        match e {
+            E::NoConversation(_)
+            | E::TurnNotInLog { .. }
+            | E::FromNotInLog { .. }
+            | E::NoCheckpoint { .. } => Error::NotFound(e.to_string()),
+            E::IdsNotInLog(missing) => Error::ids_not_in_log(&missing),
+            E::Stale { expected, latest } => stale_checkpoint(expected, latest),
+            E::Invalid(invalid) => invalid.into(),
+            E::AppendConflict(conflict) => append_conflict(conflict),
+            E::PinCovered {
+                checkpoint_id,
+                turn,
+            } => Error::conflict(
+                format!(
+                    "checkpoint {checkpoint_id} already covers turn {turn}: its summary stands for the turn, so it cannot be pinned; nothing changed"
+                ),
+                json!({ "checkpoint_id": checkpoint_id, "field": "pinned" }),
+            ),
+            E::Store(e) => e.into(),
+            E::Blocking(e) => Error::Internal(e.into()),
+        }
+    }
+}
+
+fn stale_checkpoint(expected: ExpectedCheckpoint, latest: Option<i64>) -> Error {
+    let expected = match expected {
+        ExpectedCheckpoint::Latest(id) => json!(id),
+        _ => json!(null),
+    };
+    Error::conflict(
+        format!(
+            "expected_checkpoint is {expected} but the latest checkpoint is {}",
+            json!(latest)
+        ),
+        json!({ "expected_checkpoint": expected, "latest_checkpoint": latest, "field": "expected_checkpoint" }),
+    )
+}
+
+fn append_conflict(conflict: AppendConflict) -> Error {
+    match conflict {
+        AppendConflict::Differs { ids } => Error::conflict(
+            format!(
+                "turns {ids:?} are already stored with different content; nothing of the batch was written"
+            ),
+            json!({ "conflicting_ids": ids }),
+        ),
+        AppendConflict::Gap {
+            index,
+            id,
+            expected,
+        } => Error::conflict(
+            format!(
+                "turns[{index}] has id {id} but the next id is {expected}; ids have no gaps, nothing was written"
+            ),
+            json!({ "id": id, "expected_id": expected, "field": format!("turns[{index}].id") }),
+        ),
+        AppendConflict::DuplicateInBatch { id } => Error::conflict(
+            format!("id {id} appears twice in the batch with different turns; nothing was written"),
+            json!({ "conflicting_ids": [id] }),
+        ),
     }
 }
 
@@ -201,7 +245,7 @@ impl IntoResponse for Error {
                 "an internal error occurred; it has been logged".to_owned()
             }
             Error::Unavailable(cause) => {
-                tracing::warn!(error = %cause, "database unavailable");
+                tracing::warn!(error = %cause, "unavailable");
                 "the database is unavailable; retry shortly".to_owned()
             }
             other => other.to_string(),

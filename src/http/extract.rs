@@ -1,8 +1,10 @@
 //! Extractors that turn every rejection into our problem+json, and the tenant from the key.
 
+use super::openapi::ConversationPath;
 use super::strict_json::StrictValue;
 use super::{AppState, Error};
-use crate::domain::TenantId;
+use crate::domain::{ConversationId, TenantId};
+use crate::store::Store;
 use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -169,15 +171,32 @@ fn query_error(rejection: QueryRejection) -> Error {
     }
 }
 
+/// The `{conversation}` path parameter, parsed; a malformed one is a 400 naming it.
+pub struct Conversation(pub ConversationId);
+
+impl<S: Send + Sync> FromRequestParts<S> for Conversation {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let ApiPath(path) = ApiPath::<ConversationPath>::from_request_parts(parts, state).await?;
+        ConversationId::parse(&path.conversation)
+            .map(Self)
+            .map_err(|e| Error::BadRequest {
+                detail: e.message,
+                field: Some(e.field),
+            })
+    }
+}
+
 /// The tenant the request's bearer key belongs to (or the single tenant when no keys are set).
 pub struct Tenant(pub TenantId);
 
-impl FromRequestParts<AppState> for Tenant {
+impl<S: Store> FromRequestParts<AppState<S>> for Tenant {
     type Rejection = Error;
 
     async fn from_request_parts(
         parts: &mut Parts,
-        state: &AppState,
+        state: &AppState<S>,
     ) -> Result<Self, Self::Rejection> {
         if state.keys.is_empty() {
             return Ok(Self(TenantId::single()));

@@ -1,9 +1,9 @@
 //! `Idempotency-Key`: a retried POST with the same key and body gets the answer the first one got
 //! and changes nothing; the same key with another body is refused with 422.
 
-use super::Error;
+use super::{AppState, Error};
 use crate::domain::TenantId;
-use crate::store::{IdempotencyClaim, Storage, Store, StoredAnswer};
+use crate::store::{IdempotencyClaim, Store, StoredAnswer};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -63,9 +63,10 @@ pub fn fingerprint(operation: &str, conversation: &str, body: &impl Serialize) -
     hasher.finalize().into()
 }
 
-/// The stored answer, or 422 if the key was used for another request.
-pub fn replay(answer: StoredAnswer, fingerprint: &[u8; 32]) -> Result<Response, Error> {
-    if answer.fingerprint != fingerprint {
+/// The stored answer, or 422 if the key was used for another request. A flow only reports an
+/// earlier answer for a request that carried a claim, so without one nothing can match.
+pub fn replay(answer: StoredAnswer, claim: Option<&IdempotencyClaim>) -> Result<Response, Error> {
+    if claim.is_none_or(|c| answer.fingerprint != c.fingerprint) {
         return Err(Error::unprocessable(
             "this Idempotency-Key was already used with a different request; use a new key for a new request",
             serde_json::json!({ "field": "Idempotency-Key" }),
@@ -92,29 +93,26 @@ pub enum Prior {
 
 /// Reads the key, and only when there is one fingerprints the body and looks for its answer,
 /// so requests without a key pay nothing.
-pub async fn prior(
-    store: &Store,
+pub async fn prior<S: Store>(
+    state: &AppState<S>,
     tenant: &TenantId,
     headers: &HeaderMap,
-    ttl: Duration,
     (operation, conversation): (&str, &str),
     body: &impl Serialize,
 ) -> Result<Prior, Error> {
     let Some(key) = IdempotencyKey::from_headers(headers)? else {
         return Ok(Prior::Fresh(None));
     };
-    let claim = key.claim(fingerprint(operation, conversation, body), ttl);
+    let claim = key.claim(
+        fingerprint(operation, conversation, body),
+        state.idempotency_ttl,
+    );
+    let store = state.service.store();
     match store
         .stored_answer(tenant, key.as_str(), claim.not_before)
         .await?
     {
-        Some(answer) => Ok(Prior::Answered(replay(answer, &claim.fingerprint)?)),
+        Some(answer) => Ok(Prior::Answered(replay(answer, Some(&claim))?)),
         None => Ok(Prior::Fresh(Some(claim))),
     }
-}
-
-/// The fingerprint a stored answer is compared with; a store only reports an earlier answer
-/// for a request that carried a claim, so without one nothing can match.
-pub fn claim_fingerprint(claim: Option<&IdempotencyClaim>) -> [u8; 32] {
-    claim.map_or([0; 32], |c| c.fingerprint)
 }

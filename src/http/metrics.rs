@@ -22,6 +22,14 @@ pub fn handle() -> PrometheusHandle {
                     ],
                 )
                 .expect("static bucket list is not empty")
+                .set_buckets_for_metric(
+                    Matcher::Full("gatekeeper_write_lock_seconds".into()),
+                    &[
+                        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                        0.25, 0.5, 1.0, 2.5,
+                    ],
+                )
+                .expect("static bucket list is not empty")
                 .install_recorder()
                 .expect("the metrics recorder is installed once per process")
         })

@@ -13,10 +13,10 @@ mod strict_json;
 pub use error::{Error, Result};
 
 use crate::config::ApiKeys;
-use crate::coverage::{Mode, Policy};
+use crate::coverage::Mode;
 use crate::domain::Limits;
+use crate::service::Service;
 use crate::store::Store;
-use crate::tokens::TokenCounter;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Request};
@@ -30,13 +30,13 @@ use tower_http::trace::TraceLayer;
 
 /// What every handler shares. Cheap to clone.
 #[derive(Clone)]
-pub struct AppState {
-    pub store: Store,
+pub struct AppState<S> {
+    /// The flows, over the store.
+    pub service: Service<S>,
     pub keys: Arc<ApiKeys>,
-    pub policy: Policy,
+    /// For a proposal that names none.
     pub default_mode: Mode,
     pub limits: Limits,
-    pub tokens: TokenCounter,
     pub max_body_bytes: usize,
     pub request_timeout: Duration,
     /// Per-tenant request rate limit; `None` (the default) for none.
@@ -49,7 +49,7 @@ pub struct AppState {
     pub draining: Arc<AtomicBool>,
 }
 
-impl AppState {
+impl<S> AppState<S> {
     pub fn is_draining(&self) -> bool {
         self.draining.load(Ordering::SeqCst)
     }
@@ -57,41 +57,41 @@ impl AppState {
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-pub fn router(state: AppState) -> Router {
+pub fn router<S: Store>(state: AppState<S>) -> Router {
     use handlers::*;
     // Install the recorder before the first request, or early counts would go nowhere.
     metrics::handle();
     let conversation = "/v1/conversations/{conversation}";
     let api = Router::new()
-        .route(conversation, get(turns::conversation))
-        .route(&format!("{conversation}/turns"), post(turns::append))
+        .route(conversation, get(turns::conversation::<S>))
+        .route(&format!("{conversation}/turns"), post(turns::append::<S>))
         .route(
             &format!("{conversation}/turns/{{id}}"),
-            get(turns::turn).patch(turns::set_pinned),
+            get(turns::turn::<S>).patch(turns::set_pinned::<S>),
         )
         .route(
             &format!("{conversation}/compactions"),
-            post(compactions::propose).get(compactions::list),
+            post(compactions::propose::<S>).get(compactions::list::<S>),
         )
         .route(
             &format!("{conversation}/compactions/{{checkpoint_id}}"),
-            get(compactions::one),
+            get(compactions::one::<S>),
         )
         .route(
             &format!("{conversation}/reconstruct/{{turn}}"),
-            get(reads::reconstruct),
+            get(reads::reconstruct::<S>),
         )
-        .route(&format!("{conversation}/context"), get(reads::context))
+        .route(&format!("{conversation}/context"), get(reads::context::<S>))
         .route(
             &format!("{conversation}/compaction-plan"),
-            get(reads::compaction_plan),
+            get(reads::compaction_plan::<S>),
         )
         .layer(DefaultBodyLimit::max(state.max_body_bytes));
     let timeout = state.request_timeout;
     Router::new()
         .merge(api)
         .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
+        .route("/readyz", get(health::readyz::<S>))
         .route("/metrics", get(health::metrics))
         .route("/openapi.yaml", get(health::openapi_yaml))
         .route("/openapi.json", get(health::openapi_json))

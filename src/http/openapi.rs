@@ -7,9 +7,9 @@ use crate::coverage::{
     Role, TruncationSignal, TurnDetail, TurnStatus, Verdict,
 };
 use crate::http::handlers;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{Modify, OpenApi, ToSchema};
+use utoipa::{IntoParams, IntoResponses, Modify, OpenApi, ToSchema};
 
 /// An RFC 9457 problem. Other members name what went wrong (`field`, `conflicting_ids`,
 /// `missing_ids`, `expected_id`, `latest_checkpoint`); a rejected proposal (`type` ending in
@@ -35,6 +35,77 @@ pub struct ProblemDoc {
     /// The request member or parameter that failed, when one did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+}
+
+/// The problems every `/v1` route can answer.
+#[derive(IntoResponses)]
+#[allow(dead_code)] // a documentation type: never built
+pub enum Problems {
+    /// Malformed JSON, path or query
+    #[response(status = 400, content_type = "application/problem+json")]
+    BadRequest(ProblemDoc),
+    /// Missing or unknown API key
+    #[response(status = 401, content_type = "application/problem+json")]
+    Unauthorized(ProblemDoc),
+    /// This tenant is over its rate limit (when one is configured); retry after Retry-After
+    #[response(status = 429, content_type = "application/problem+json")]
+    TooManyRequests(ProblemDoc),
+    /// Database unavailable or request timed out; retry (see Retry-After)
+    #[response(status = 503, content_type = "application/problem+json")]
+    Unavailable(ProblemDoc),
+}
+
+/// The problems of a route that takes a JSON body.
+#[derive(IntoResponses)]
+#[allow(dead_code)] // a documentation type: never built
+pub enum BodyProblems {
+    /// Body over the limit
+    #[response(status = 413, content_type = "application/problem+json")]
+    PayloadTooLarge(ProblemDoc),
+    /// Not application/json
+    #[response(status = 415, content_type = "application/problem+json")]
+    UnsupportedMediaType(ProblemDoc),
+}
+
+/// No such conversation or turn for this tenant
+#[derive(IntoResponses)]
+#[response(status = 404, content_type = "application/problem+json")]
+#[allow(dead_code)] // a documentation type: never built
+pub struct NotFound(ProblemDoc);
+
+/// The conversation a route is about (parsed by the `Conversation` extractor).
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct ConversationPath {
+    /// Conversation id: 1 to 128 of A-Z a-z 0-9 . _ : - (not `.` or `..`)
+    #[param(
+        pattern = r"^(?!\.{1,2}$)[A-Za-z0-9._:-]{1,128}$",
+        example = "airline-0-0"
+    )]
+    pub conversation: String,
+}
+
+/// The turn a route is about.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct TurnIdPath {
+    /// Turn id
+    pub id: i64,
+}
+
+/// The turn reconstruct answers for.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct TurnPath {
+    /// Turn id
+    pub turn: i64,
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct CheckpointPath {
+    /// Checkpoint id (1, 2, ... per conversation)
+    pub checkpoint_id: i64,
 }
 
 struct BearerAuth;

@@ -1,6 +1,7 @@
 //! Term profiles as both backends store them: decoding a turn's decision facts, the anchors that
 //! decided a covered turn, and the backfill of turns stored before profiles existed.
 
+use super::{Error, Result, decode};
 use crate::coverage::derive::{AnchorSource, Draft, derive_anchors, rank_by_rarity};
 use crate::coverage::profile::picked_candidates;
 use crate::coverage::terms::TermKey;
@@ -20,20 +21,19 @@ pub(super) fn stored_facts(
     pinned: bool,
     profile: Option<Vec<u8>>,
     content: Option<Vec<u8>>,
-) -> Result<TurnFacts, sqlx::Error> {
+) -> Result<TurnFacts> {
     let (given, profile) = match (profile, content) {
         (Some(bytes), _) => {
-            let profile =
-                TermProfile::from_bytes(&bytes).map_err(|e| sqlx::Error::Decode(e.into()))?;
+            let profile = TermProfile::from_bytes(&bytes).map_err(Error::invariant)?;
             (anchors_given.unwrap_or(true), profile)
         }
         (None, Some(content)) => {
-            let content = super::decode_text(content)?;
+            let content = decode::text(content)?;
             let given = anchors_given.unwrap_or_else(|| !were_derived(&content, role, &anchors));
             (given, draft(&content, role, given).into_profile())
         }
         (None, None) => {
-            return Err(sqlx::Error::Protocol(format!(
+            return Err(Error::invariant(format!(
                 "turn {id} has neither a profile nor its content in this read"
             )));
         }
@@ -85,15 +85,15 @@ pub(super) fn deciding_anchors(
     anchors_given: Option<bool>,
     profile: Option<Vec<u8>>,
     used: Option<Vec<u8>>,
-) -> Result<Vec<String>, sqlx::Error> {
+) -> Result<Vec<String>> {
     let (Some(false), Some(profile), Some(used)) = (anchors_given, profile, used) else {
         return Ok(anchors);
     };
     let mask = match used.as_slice() {
         [lo, hi] => u16::from_le_bytes([*lo, *hi]),
-        _ => return Err(sqlx::Error::Decode("candidates_used is not one u16".into())),
+        _ => return Err(Error::invariant("candidates_used is not one u16")),
     };
-    picked_candidates(&profile, mask).map_err(|e| sqlx::Error::Decode(e.into()))
+    picked_candidates(&profile, mask).map_err(Error::invariant)
 }
 
 /// `candidates_used` as stored: a little-endian u16 per turn of the range.
@@ -138,16 +138,15 @@ pub(super) struct Profiled {
 
 impl Backfill {
     /// The next turn; `Some` when it needs writing.
-    pub fn next(&mut self, turn: BackfillTurn) -> Result<Option<Profiled>, sqlx::Error> {
+    pub fn next(&mut self, turn: BackfillTurn) -> Result<Option<Profiled>> {
         if let Some(bytes) = turn.profile {
-            let profile =
-                TermProfile::from_bytes(&bytes).map_err(|e| sqlx::Error::Decode(e.into()))?;
+            let profile = TermProfile::from_bytes(&bytes).map_err(Error::invariant)?;
             for c in profile.candidates() {
                 *self.counts.entry(c.key).or_insert(0) += 1;
             }
             return Ok(None);
         }
-        let content = super::decode_text(turn.content.unwrap_or_default())?;
+        let content = decode::text(turn.content.unwrap_or_default())?;
         let anchors_given = !were_derived(&content, turn.role, &turn.anchors);
         let (mut profiles, added) =
             rank_by_rarity([draft(&content, turn.role, anchors_given)], &self.counts);

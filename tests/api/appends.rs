@@ -2,6 +2,7 @@
 //! byte-exact content.
 
 use crate::support::*;
+use gatekeeper::config::ServeConfig;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -551,12 +552,14 @@ async fn invalid_turn_fields_are_422_naming_the_field_and_write_nothing() {
 
 #[tokio::test]
 async fn a_batch_over_the_configured_turn_limit_is_422_and_writes_nothing() {
-    let limits = gatekeeper::domain::Limits {
+    let app = spawn_app_with(ServeConfig {
         max_batch_turns: 3,
         max_anchors_per_turn: 2,
-    };
-    let app = spawn_app_with(Options {
-        limits,
+        // `serve` refuses to derive more anchors than a client may give.
+        decision: gatekeeper::config::DecisionConfig {
+            anchor_count: 2,
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await;

@@ -1,6 +1,7 @@
 //! Bearer keys per tenant: 401 without a valid key, another tenant's data is 404.
 
 use crate::support::*;
+use gatekeeper::config::ServeConfig;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -8,8 +9,8 @@ const KEY_A: &str = "tenant-a-key-0123456789";
 const KEY_B: &str = "tenant-b-key-9876543210";
 
 async fn two_tenants() -> TestApp {
-    spawn_app_with(Options {
-        keys: "tenantA:tenant-a-key-0123456789,tenantB:tenant-b-key-9876543210",
+    spawn_app_with(ServeConfig {
+        api_keys: Some("tenantA:tenant-a-key-0123456789,tenantB:tenant-b-key-9876543210".into()),
         ..Default::default()
     })
     .await

@@ -4,7 +4,7 @@
 
 use crate::reconstruct::{propose_body, setup};
 use crate::support::*;
-use gatekeeper::store::Store;
+use gatekeeper_test_support::AnyStore;
 use reqwest::StatusCode;
 use serde_json::Value;
 use std::time::Duration;
@@ -81,7 +81,7 @@ async fn a_checkpoint_made_through_another_process_reaches_its_cached_answers() 
 #[tokio::test]
 async fn answers_stay_true_when_the_feed_connections_are_killed_and_the_feed_comes_back() {
     let a = spawn_app().await;
-    let Store::Postgres(pg) = &a.store else {
+    let AnyStore::Postgres(pg) = &a.store else {
         return; // SQLite has no feed: every answer reads the latest checkpoint id.
     };
     let b = a.another_process().await;

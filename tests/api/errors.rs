@@ -1,6 +1,7 @@
 //! Client errors: each a clear 4xx in problem+json, and nothing written.
 
 use crate::support::*;
+use gatekeeper::config::ServeConfig;
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -127,7 +128,7 @@ async fn a_wrong_content_type_is_415_and_writes_nothing() {
 
 #[tokio::test]
 async fn a_body_over_the_limit_is_413_and_writes_nothing() {
-    let app = spawn_app_with(Options {
+    let app = spawn_app_with(ServeConfig {
         max_body_bytes: 1024,
         ..Default::default()
     })

@@ -12,6 +12,7 @@
 //! contract is silent, the row's comment says why its status was chosen.
 
 use crate::support::*;
+use gatekeeper::config::ServeConfig;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -648,8 +649,8 @@ async fn judge(app: &TestApp, expect: &Expect, reply: &Reply) -> Result<(), Stri
 #[tokio::test]
 async fn hostile_input_gets_a_clear_4xx_and_changes_nothing() {
     let started = Instant::now();
-    let app = spawn_app_with(Options {
-        keys: KEYS,
+    let app = spawn_app_with(ServeConfig {
+        api_keys: Some(KEYS.into()),
         ..Default::default()
     })
     .await;

@@ -1,6 +1,7 @@
 //! `Idempotency-Key` on POSTs: one change per key, the stored answer for retries, 422 for reuse.
 
 use crate::support::*;
+use gatekeeper::config::ServeConfig;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -184,8 +185,8 @@ async fn an_id_less_append_retried_with_its_key_is_appended_once() {
 
 #[tokio::test]
 async fn keys_belong_to_their_tenant() {
-    let app = spawn_app_with(Options {
-        keys: "a:tenant-a-key-0123456789,b:tenant-b-key-0123456789",
+    let app = spawn_app_with(ServeConfig {
+        api_keys: Some("a:tenant-a-key-0123456789,b:tenant-b-key-0123456789".into()),
         ..Default::default()
     })
     .await;
@@ -238,8 +239,8 @@ async fn malformed_keys_are_400_and_change_nothing() {
 
 #[tokio::test]
 async fn an_expired_key_is_forgotten() {
-    let app = spawn_app_with(Options {
-        idempotency_ttl: std::time::Duration::from_secs(1),
+    let app = spawn_app_with(ServeConfig {
+        idempotency_ttl_secs: 1,
         ..Default::default()
     })
     .await;

@@ -1,8 +1,8 @@
 //! HTTP tests against the real router on port 0 and a fresh database per test, on SQLite or
-//! Postgres (see `test_db.rs`).
+//! Postgres (see the support crate's `db.rs`).
 
-mod support;
-mod test_db;
+use gatekeeper_test_support as support;
+use gatekeeper_test_support::db as test_db;
 
 mod advice;
 mod appends;
@@ -14,6 +14,7 @@ mod cross_process;
 mod errors;
 mod hostile;
 mod idempotency;
+mod outside_the_lock;
 mod pins;
 mod reconstruct;
 mod rule_2b;

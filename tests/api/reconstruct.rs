@@ -2,7 +2,6 @@
 
 use crate::support::*;
 use gatekeeper::coverage::anchor_present;
-use gatekeeper::store::Storage;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;

@@ -2,6 +2,7 @@
 
 use crate::support::*;
 use gatekeeper::config::DecisionConfig;
+use gatekeeper::config::ServeConfig;
 use gatekeeper::coverage::Mode;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -106,7 +107,7 @@ async fn rule_1_the_compression_ratios_come_from_the_configuration() {
         tool_ratio: "2".parse().unwrap(),
         ..Default::default()
     };
-    let app = spawn_app_with(Options {
+    let app = spawn_app_with(ServeConfig {
         decision,
         ..Default::default()
     })
@@ -766,7 +767,7 @@ async fn rule_7_a_configured_strict_default_applies_when_the_proposal_names_no_m
         default_mode: Mode::Strict,
         ..Default::default()
     };
-    let app = spawn_app_with(Options {
+    let app = spawn_app_with(ServeConfig {
         decision,
         ..Default::default()
     })

@@ -1,13 +1,15 @@
 //! Per-tenant rate limits: off by default; on, 429 with Retry-After for that tenant only.
 
 use crate::support::*;
+use gatekeeper::config::ServeConfig;
 use reqwest::StatusCode;
 
 #[tokio::test]
 async fn a_tenant_over_its_rate_gets_429_with_retry_after_and_other_tenants_do_not() {
-    let app = spawn_app_with(Options {
-        keys: "a:tenant-a-key-0123456789,b:tenant-b-key-0123456789",
-        rate_limit: (0.5, 3),
+    let app = spawn_app_with(ServeConfig {
+        api_keys: Some("a:tenant-a-key-0123456789,b:tenant-b-key-0123456789".into()),
+        rate_limit_per_sec: 0.5,
+        rate_limit_burst: 3,
         ..Default::default()
     })
     .await;
@@ -48,8 +50,8 @@ async fn a_tenant_over_its_rate_gets_429_with_retry_after_and_other_tenants_do_n
 
 #[tokio::test]
 async fn without_a_configured_rate_nothing_is_limited() {
-    let app = spawn_app_with(Options {
-        keys: "a:tenant-a-key-0123456789",
+    let app = spawn_app_with(ServeConfig {
+        api_keys: Some("a:tenant-a-key-0123456789".into()),
         ..Default::default()
     })
     .await;

@@ -5,7 +5,8 @@
 use crate::support::*;
 use crate::test_db::{EmptyDb, backend};
 use gatekeeper::coverage::{Policy, Proposal, Role, TermProfile, TurnAnchors, TurnFacts, decide};
-use gatekeeper::store::{Backend, Storage, Store, migrator};
+use gatekeeper::store::{Backend, migrator};
+use gatekeeper_test_support::AnyStore;
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -98,18 +99,18 @@ async fn write_old_rows(url: &str, turns: &[(String, String, Vec<String>)], summ
     }
 }
 
-async fn execute(store: &Store, sql: &'static str) {
+async fn execute(store: &AnyStore, sql: &'static str) {
     match store {
-        Store::Postgres(s) => sqlx::query(sql).execute(s.pool()).await.map(|_| ()),
-        Store::Sqlite(s) => sqlx::query(sql).execute(s.pool()).await.map(|_| ()),
+        AnyStore::Postgres(s) => sqlx::query(sql).execute(s.pool()).await.map(|_| ()),
+        AnyStore::Sqlite(s) => sqlx::query(sql).execute(s.pool()).await.map(|_| ()),
     }
     .unwrap();
 }
 
-async fn count(store: &Store, sql: &'static str) -> i64 {
+async fn count(store: &AnyStore, sql: &'static str) -> i64 {
     match store {
-        Store::Postgres(s) => sqlx::query_scalar(sql).fetch_one(s.pool()).await,
-        Store::Sqlite(s) => sqlx::query_scalar(sql).fetch_one(s.pool()).await,
+        AnyStore::Postgres(s) => sqlx::query_scalar(sql).fetch_one(s.pool()).await,
+        AnyStore::Sqlite(s) => sqlx::query_scalar(sql).fetch_one(s.pool()).await,
     }
     .unwrap()
 }
@@ -166,7 +167,7 @@ async fn a_database_from_before_term_profiles_is_upgraded_at_start_without_chang
         .await
             > 0
     );
-    let app = spawn_app_on(db, Options::default()).await;
+    let app = spawn_app_on(db, defaults()).await;
 
     // The anchors the old version derived are recognised as derived; the client's stay given.
     for (id, origin) in [(0, "derived"), (1, "given"), (2, "derived")] {

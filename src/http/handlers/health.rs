@@ -3,7 +3,7 @@
 use crate::api::Status;
 use crate::http::openapi::ProblemDoc;
 use crate::http::{AppState, Error, metrics};
-use crate::store::Storage;
+use crate::store::Store;
 use axum::Json;
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
@@ -33,18 +33,16 @@ pub async fn healthz() -> Json<Status> {
         (status = 503, description = "Database unavailable or request timed out; retry (see Retry-After)", body = ProblemDoc, content_type = "application/problem+json")
     )
 )]
-pub async fn readyz(State(state): State<AppState>) -> Result<Json<Status>, Error> {
+pub async fn readyz<S: Store>(State(state): State<AppState<S>>) -> Result<Json<Status>, Error> {
     if state.is_draining() {
-        return Err(Error::Unavailable(sqlx::Error::PoolClosed));
+        return Err(Error::Unavailable("draining: shutdown has begun".into()));
     }
-    match state.store.ready().await {
+    match state.service.store().ready().await {
         Ok(true) => Ok(Json(Status {
             status: "ready".into(),
         })),
-        Ok(false) => Err(Error::Unavailable(sqlx::Error::Protocol(
-            "migrations are not applied yet".into(),
-        ))),
-        Err(e) => Err(Error::Unavailable(e)),
+        Ok(false) => Err(Error::Unavailable("migrations are not applied yet".into())),
+        Err(e) => Err(Error::Unavailable(e.to_string())),
     }
 }
 

@@ -54,6 +54,38 @@ impl ReconstructCache {
         })
     }
 
+    /// The answer for `turn` of `conversation`: from memory when its key is known, else from
+    /// `read`. The key needs the conversation's latest checkpoint id, read with `read_latest`
+    /// unless the feed vouches for the one remembered. Both futures run only if needed.
+    pub async fn answer<E>(
+        &self,
+        conversation: ConversationKey,
+        turn: i64,
+        read_latest: impl Future<Output = Result<Option<i64>, E>>,
+        read: impl Future<Output = Result<ReconstructResponse, E>>,
+    ) -> Result<Answer, E> {
+        let latest = match self.known_latest(&conversation) {
+            Some(latest) => latest,
+            None => {
+                let started = self.read_started();
+                let latest = read_latest.await?;
+                self.learn(&conversation, latest, started);
+                latest
+            }
+        };
+        let (tenant, conversation) = conversation;
+        let key = AnswerKey {
+            tenant,
+            conversation,
+            turn,
+            latest_checkpoint: latest,
+        };
+        match self.get(&key) {
+            Some(hit) => Ok(hit),
+            None => Ok(self.keep(key, read.await?)),
+        }
+    }
+
     pub fn get(&self, key: &AnswerKey) -> Option<Answer> {
         self.answers.get(key)
     }

@@ -1,37 +1,35 @@
 //! Term profiles for turns stored before they existed, one conversation per transaction.
 
-use super::PgStore;
-use crate::store::parse_role;
-use crate::store::profiles::{Backfill, BackfillTurn, term_column};
+use super::tx::add_term_counts;
+use crate::store::profiles::{Backfill, BackfillTurn};
+use crate::store::{Result, decode};
 use sqlx::types::Json;
-use sqlx::{Postgres, Row, Transaction};
+use sqlx::{PgPool, Postgres, Row, Transaction};
 
 /// Turns read (and written) per round trip.
 const CHUNK: i64 = 500;
 
-impl PgStore {
-    pub(super) async fn backfill(&self) -> Result<u64, sqlx::Error> {
-        let mut profiled = 0;
-        loop {
-            // The partial index holds exactly the turns still to do.
-            let pending: Vec<(String, String)> = sqlx::query_as(
-                "SELECT DISTINCT tenant, conversation FROM turns WHERE profile IS NULL LIMIT 64",
-            )
-            .fetch_all(&self.pool)
-            .await?;
-            if pending.is_empty() {
-                return Ok(profiled);
-            }
-            for (tenant, conversation) in pending {
-                let mut tx = self.pool.begin().await?;
-                let n = backfill_conversation(&mut tx, &tenant, &conversation).await?;
-                tx.commit().await?;
-                tracing::info!(
-                    turns = n,
-                    "term profiles computed for a conversation stored before them"
-                );
-                profiled += n;
-            }
+pub(super) async fn run(pool: &PgPool) -> Result<u64> {
+    let mut profiled = 0;
+    loop {
+        // The partial index holds exactly the turns still to do.
+        let pending: Vec<(String, String)> = sqlx::query_as(
+            "SELECT DISTINCT tenant, conversation FROM turns WHERE profile IS NULL LIMIT 64",
+        )
+        .fetch_all(pool)
+        .await?;
+        if pending.is_empty() {
+            return Ok(profiled);
+        }
+        for (tenant, conversation) in pending {
+            let mut tx = pool.begin().await?;
+            let n = backfill_conversation(&mut tx, &tenant, &conversation).await?;
+            tx.commit().await?;
+            tracing::info!(
+                turns = n,
+                "term profiles computed for a conversation stored before them"
+            );
+            profiled += n;
         }
     }
 }
@@ -40,9 +38,10 @@ async fn backfill_conversation(
     tx: &mut Transaction<'_, Postgres>,
     tenant: &str,
     conversation: &str,
-) -> Result<u64, sqlx::Error> {
-    // Appends to the conversation wait, so its counts are rebuilt from a log that holds still.
-    sqlx::query("SELECT 1 FROM conversations WHERE tenant = $1 AND conversation = $2 FOR UPDATE")
+) -> Result<u64> {
+    // Appends to the conversation wait, so its counts are rebuilt from a log that holds still;
+    // a proposal decided meanwhile on the turns' old facts is decided again.
+    sqlx::query("UPDATE conversations SET facts_version = facts_version + 1 WHERE tenant = $1 AND conversation = $2")
         .bind(tenant)
         .bind(conversation)
         .execute(&mut **tx)
@@ -67,7 +66,7 @@ async fn backfill_conversation(
             let Json(anchors): Json<Vec<String>> = row.try_get("anchors")?;
             let turn = BackfillTurn {
                 id: row.try_get("id")?,
-                role: parse_role(row.try_get("role")?)?,
+                role: decode::role(row.try_get("role")?)?,
                 anchors,
                 profile: row.try_get("profile")?,
                 content: row.try_get("content")?,
@@ -97,20 +96,6 @@ async fn backfill_conversation(
         .bind(conversation)
         .execute(&mut **tx)
         .await?;
-    let (terms, turns): (Vec<i32>, Vec<i32>) = backfill
-        .counts()
-        .into_iter()
-        .map(|(k, n)| (term_column(k), i32::try_from(n).unwrap_or(i32::MAX)))
-        .unzip();
-    sqlx::query(
-        "INSERT INTO term_counts (tenant, conversation, term, turns) \
-         SELECT $1, $2, u.term, u.turns FROM UNNEST($3::int4[], $4::int4[]) AS u(term, turns)",
-    )
-    .bind(tenant)
-    .bind(conversation)
-    .bind(terms)
-    .bind(turns)
-    .execute(&mut **tx)
-    .await?;
+    add_term_counts(tx, tenant, conversation, &backfill.counts()).await?;
     Ok(profiled)
 }

@@ -1,17 +1,17 @@
 //! The Postgres backend: for teams that share one gatekeeper database across many agents.
+//! [`Store`](super::Store) is implemented in `reads.rs`, [`WriteTx`](super::WriteTx) in `tx.rs`.
 
 mod backfill;
-mod checkpoints;
 mod feed;
-mod idempotency;
 mod reads;
-mod turns;
+mod tx;
 
-use super::*;
-use checkpoints::turn_facts;
+pub use tx::PgTx;
+
 use sqlx::PgPool;
+use sqlx::error::DatabaseError;
 use sqlx::migrate::{MigrateDatabase, Migrator};
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgDatabaseError, PgPoolOptions};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -23,17 +23,9 @@ pub struct PgStore {
 }
 
 impl PgStore {
-    /// Connects, creating the database if it does not exist, and applies the migrations.
-    pub async fn connect(
-        url: &str,
-        pool_size: u32,
-        acquire_timeout: Duration,
-    ) -> anyhow::Result<Self> {
-        Self::connect_waiting(url, pool_size, acquire_timeout, Duration::ZERO).await
-    }
-
-    /// Like [`PgStore::connect`], but while the server is not up yet (a container starting
-    /// beside it), retries with backoff for up to `startup_wait`, saying what it waits for.
+    /// Connects, creating the database if it does not exist, and applies the migrations. While
+    /// the server is not up yet (a container starting beside it), retries with backoff for up
+    /// to `startup_wait`, saying what it waits for.
     pub async fn connect_waiting(
         url: &str,
         pool_size: u32,
@@ -97,25 +89,6 @@ impl PgStore {
     }
 }
 
-impl PgStore {
-    /// The latest checkpoint id of a conversation: one primary-key read.
-    async fn read_latest_checkpoint(
-        &self,
-        tenant: &TenantId,
-        conversation: &ConversationId,
-    ) -> R<Option<Option<i64>>> {
-        sqlx::query_scalar(
-            "SELECT latest_checkpoint FROM conversations WHERE tenant = $1 AND conversation = $2",
-        )
-        .bind(tenant.as_str())
-        .bind(conversation.as_str())
-        .fetch_optional(&self.pool)
-        .await
-    }
-}
-
-storage_over_inherent_methods!(PgStore);
-
 /// Errors that mean "the server is not accepting connections yet": refused, reset, or starting up.
 fn is_not_up_yet(e: &sqlx::Error) -> bool {
     match e {
@@ -123,4 +96,16 @@ fn is_not_up_yet(e: &sqlx::Error) -> bool {
         sqlx::Error::Database(db) => db.code().is_some_and(|c| c == "57P03"),
         _ => false,
     }
+}
+
+/// Postgres faults a retry may fix: 08xxx connection exceptions, 57P01..03 shutdown or not
+/// accepting connections yet, 53300 too many connections, 40001/40P01 serialization failure or
+/// deadlock.
+pub(super) fn is_transient(e: &dyn DatabaseError) -> bool {
+    e.try_downcast_ref::<PgDatabaseError>().is_some_and(|pg| {
+        let code = pg.code();
+        code.starts_with("08")
+            || code.starts_with("57P")
+            || matches!(code, "53300" | "40001" | "40P01")
+    })
 }

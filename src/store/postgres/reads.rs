@@ -1,24 +1,225 @@
-//! The read paths behind reconstruct, context and the compaction plan.
+//! [`Store`] on Postgres: connecting, and the reads, each on a pooled connection.
 
-use super::PgStore;
-use crate::coverage::{IdRanges, Reason, Role};
+use super::{MIGRATOR, PgStore, PgTx};
+use crate::config::DatabaseConfig;
+use crate::coverage::{IdRanges, Reason, Role, TurnFacts, Verdict};
 use crate::domain::{ConversationId, TenantId};
 use crate::store::profiles::deciding_anchors;
 use crate::store::{
-    ContextCheckpoint, ContextTurn, ReconstructRow, SpanningCheckpoint, decode_text, decode_tokens,
-    parse_role,
+    Backend, CheckpointRow, ContextCheckpoint, ContextTurn, ConversationRow, Error, FeedEvent,
+    LatestCheckpoint, ReconstructRow, Result, SpanningCheckpoint, Store, StoredAnswer, StoredTurn,
+    decode,
 };
 use sqlx::Row;
 use sqlx::types::Json;
 
-impl PgStore {
+impl Store for PgStore {
+    type Tx = PgTx;
+
+    async fn connect(db: &DatabaseConfig) -> anyhow::Result<Self> {
+        Self::connect_waiting(
+            &db.url(),
+            db.pool_size,
+            db.acquire_timeout(),
+            db.startup_wait(),
+        )
+        .await
+    }
+
+    fn backend(&self) -> Backend {
+        Backend::Postgres
+    }
+
+    async fn ready(&self) -> Result<bool> {
+        let applied: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations WHERE success")
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(applied as usize >= MIGRATOR.iter().count())
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    async fn begin(&self) -> Result<PgTx> {
+        Ok(PgTx(self.pool.begin().await?))
+    }
+
+    async fn backfill_profiles(&self) -> Result<u64> {
+        super::backfill::run(&self.pool).await
+    }
+
+    async fn follow_checkpoints(&self, on: impl FnMut(FeedEvent<'_>) + Send) {
+        super::feed::follow(&self.pool, on).await
+    }
+
+    async fn stored_answer(
+        &self,
+        tenant: &TenantId,
+        key: &str,
+        not_before: i64,
+    ) -> Result<Option<StoredAnswer>> {
+        let mut conn = self.pool.acquire().await?;
+        super::tx::find_answer(&mut conn, tenant, key, not_before).await
+    }
+
+    async fn latest_checkpoint(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> Result<Option<Option<i64>>> {
+        Ok(sqlx::query_scalar(
+            "SELECT latest_checkpoint FROM conversations WHERE tenant = $1 AND conversation = $2",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    async fn conversation(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> Result<Option<ConversationRow>> {
+        let row = sqlx::query(
+            "SELECT c.next_id, c.total_tokens, c.checkpoint_count, c.rejected_from, c.rejected_streak, \
+               c.facts_version, k.checkpoint_id, k.from_id, k.advanced_to, k.outcome \
+             FROM conversations c LEFT JOIN checkpoints k ON k.tenant = c.tenant \
+               AND k.conversation = c.conversation AND k.checkpoint_id = c.latest_checkpoint \
+             WHERE c.tenant = $1 AND c.conversation = $2",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let latest = match row.try_get::<Option<i64>, _>("checkpoint_id")? {
+            Some(checkpoint_id) => Some(LatestCheckpoint {
+                checkpoint_id,
+                from: row.try_get("from_id")?,
+                advanced_to: row.try_get("advanced_to")?,
+                outcome: decode::outcome(row.try_get("outcome")?)?,
+            }),
+            None => None,
+        };
+        Ok(Some(ConversationRow {
+            next_id: row.try_get("next_id")?,
+            total_tokens: row.try_get("total_tokens")?,
+            checkpoint_count: row.try_get("checkpoint_count")?,
+            latest,
+            rejected_from: row.try_get("rejected_from")?,
+            rejected_streak: u32::try_from(row.try_get::<i32, _>("rejected_streak")?)
+                .map_err(Error::invariant)?,
+            facts_version: row.try_get("facts_version")?,
+        }))
+    }
+
+    async fn turn(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        id: i64,
+    ) -> Result<Option<StoredTurn>> {
+        let row = sqlx::query(
+            "SELECT id, role, content, tokens, anchors, anchors_given, pinned, external_id, created_at \
+             FROM turns WHERE tenant = $1 AND conversation = $2 AND id = $3",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(super::tx::stored_turn).transpose()
+    }
+
+    async fn range_facts(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<TurnFacts>> {
+        let mut conn = self.pool.acquire().await?;
+        super::tx::turn_facts(&mut conn, tenant, conversation, from, to).await
+    }
+
+    async fn token_counts_from(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        from: i64,
+    ) -> Result<Vec<(i64, Role, u32)>> {
+        sqlx::query("SELECT id, role, tokens FROM turns WHERE tenant = $1 AND conversation = $2 AND id >= $3 ORDER BY id")
+            .bind(tenant.as_str())
+            .bind(conversation.as_str())
+            .bind(from)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|row| Ok((row.try_get("id")?, decode::role(row.try_get("role")?)?, decode::tokens(row.try_get("tokens")?)?)))
+            .collect()
+    }
+
+    async fn checkpoints(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> Result<Vec<CheckpointRow>> {
+        let rows = sqlx::query(
+            "SELECT checkpoint_id, created_at, jsonb_set(verdict, '{turns}', '[]') AS verdict FROM checkpoints \
+             WHERE tenant = $1 AND conversation = $2 ORDER BY checkpoint_id DESC",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let Json(verdict): Json<Verdict> = row.try_get("verdict")?;
+                Ok(CheckpointRow {
+                    checkpoint_id: row.try_get("checkpoint_id")?,
+                    created_at: row.try_get("created_at")?,
+                    summary: None,
+                    verdict,
+                })
+            })
+            .collect()
+    }
+
+    async fn checkpoint(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        checkpoint_id: i64,
+    ) -> Result<Option<CheckpointRow>> {
+        let row = sqlx::query(
+            "SELECT checkpoint_id, created_at, summary, verdict FROM checkpoints \
+             WHERE tenant = $1 AND conversation = $2 AND checkpoint_id = $3",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .bind(checkpoint_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let Json(verdict): Json<Verdict> = row.try_get("verdict")?;
+        Ok(Some(CheckpointRow {
+            checkpoint_id: row.try_get("checkpoint_id")?,
+            created_at: row.try_get("created_at")?,
+            summary: Some(decode::text(row.try_get("summary")?)?),
+            verdict,
+        }))
+    }
+
     /// One round trip: the turn, its deciding checkpoint, and the summary only when it covers.
-    pub(super) async fn read_for_reconstruct(
+    async fn reconstruct(
         &self,
         tenant: &TenantId,
         conversation: &ConversationId,
         turn: i64,
-    ) -> Result<Option<ReconstructRow>, sqlx::Error> {
+    ) -> Result<Option<ReconstructRow>> {
         let row = sqlx::query(
             "SELECT t.role, t.content, t.anchors, t.anchors_given, c.checkpoint_id, c.covered_turn, \
                CASE WHEN c.covered_turn THEN c.summary END AS summary, \
@@ -61,25 +262,24 @@ impl PgStore {
                 Some(SpanningCheckpoint {
                     checkpoint_id,
                     covered: row.try_get("covered_turn")?,
-                    summary: summary.map(decode_text).transpose()?,
+                    summary: summary.map(decode::text).transpose()?,
                     reason: reason.map(|Json(r)| r),
                 })
             }
         };
         Ok(Some(ReconstructRow {
-            role: parse_role(row.try_get("role")?)?,
-            content: decode_text(row.try_get("content")?)?,
+            role: decode::role(row.try_get("role")?)?,
+            content: decode::text(row.try_get("content")?)?,
             deciding_anchors,
             checkpoint,
         }))
     }
 
-    /// Every turn and checkpoint of a conversation, both in id order.
-    pub(super) async fn read_context(
+    async fn context(
         &self,
         tenant: &TenantId,
         conversation: &ConversationId,
-    ) -> Result<(Vec<ContextTurn>, Vec<ContextCheckpoint>), sqlx::Error> {
+    ) -> Result<(Vec<ContextTurn>, Vec<ContextCheckpoint>)> {
         let mut tx = self.pool.begin().await?;
         // One snapshot for both reads, so a checkpoint never refers to turns this read misses.
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -96,12 +296,12 @@ impl PgStore {
         .map(|row| {
             Ok(ContextTurn {
                 id: row.try_get("id")?,
-                role: parse_role(row.try_get("role")?)?,
-                content: decode_text(row.try_get("content")?)?,
-                tokens: decode_tokens(row.try_get("tokens")?)?,
+                role: decode::role(row.try_get("role")?)?,
+                content: decode::text(row.try_get("content")?)?,
+                tokens: decode::tokens(row.try_get("tokens")?)?,
             })
         })
-        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        .collect::<Result<Vec<_>>>()?;
         let checkpoints = sqlx::query(
             "SELECT checkpoint_id, from_id, advanced_to, verdict -> 'covered' AS covered, summary, summary_tokens \
              FROM checkpoints WHERE tenant = $1 AND conversation = $2 ORDER BY checkpoint_id",
@@ -118,30 +318,12 @@ impl PgStore {
                 from: row.try_get("from_id")?,
                 advanced_to: row.try_get("advanced_to")?,
                 covered,
-                summary: decode_text(row.try_get("summary")?)?,
-                summary_tokens: decode_tokens(row.try_get("summary_tokens")?)?,
+                summary: decode::text(row.try_get("summary")?)?,
+                summary_tokens: decode::tokens(row.try_get("summary_tokens")?)?,
             })
         })
-        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        .collect::<Result<Vec<_>>>()?;
         tx.commit().await?;
         Ok((turns, checkpoints))
-    }
-
-    /// Role and tokens of every turn from `from` on, in id order.
-    pub(super) async fn read_token_counts(
-        &self,
-        tenant: &TenantId,
-        conversation: &ConversationId,
-        from: i64,
-    ) -> Result<Vec<(i64, Role, u32)>, sqlx::Error> {
-        sqlx::query("SELECT id, role, tokens FROM turns WHERE tenant = $1 AND conversation = $2 AND id >= $3 ORDER BY id")
-            .bind(tenant.as_str())
-            .bind(conversation.as_str())
-            .bind(from)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(|row| Ok((row.try_get("id")?, parse_role(row.try_get("role")?)?, decode_tokens(row.try_get("tokens")?)?)))
-            .collect()
     }
 }

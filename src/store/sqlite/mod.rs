@@ -1,20 +1,22 @@
 //! The embedded SQLite backend: one file, no server, for a newcomer or a sidecar with a volume.
+//! [`Store`](super::Store) is implemented in `reads.rs`, [`WriteTx`](super::WriteTx) in `tx.rs`.
 //!
 //! WAL mode with `synchronous = FULL` (an acknowledged commit survives a power cut), foreign keys
 //! on, and every write transaction opened with `BEGIN IMMEDIATE`: it takes the database's write
-//! lock up front, which serializes appends and decisions across connections and processes.
+//! lock up front, which serializes writes across connections and processes.
 
 mod backfill;
-mod checkpoints;
-mod idempotency;
 mod reads;
-mod turns;
+mod tx;
 
-use super::*;
-use checkpoints::turn_facts;
+pub use tx::SqliteTx;
+
 use sqlx::SqlitePool;
+use sqlx::error::DatabaseError;
 use sqlx::migrate::Migrator;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteError, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
+};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -27,7 +29,7 @@ pub struct SqliteStore {
 
 impl SqliteStore {
     /// Opens (creating the file and its folder if missing) and applies the migrations.
-    pub async fn connect(
+    pub async fn open(
         url: &str,
         pool_size: u32,
         acquire_timeout: Duration,
@@ -60,28 +62,15 @@ impl SqliteStore {
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }
-
-    /// A write transaction that holds the database's write lock from its first statement.
-    async fn begin_write(&self) -> R<sqlx::Transaction<'static, sqlx::Sqlite>> {
-        self.pool.begin_with("BEGIN IMMEDIATE").await
-    }
 }
 
-impl SqliteStore {
-    /// The latest checkpoint id of a conversation: one primary-key read.
-    async fn read_latest_checkpoint(
-        &self,
-        tenant: &TenantId,
-        conversation: &ConversationId,
-    ) -> R<Option<Option<i64>>> {
-        sqlx::query_scalar(
-            "SELECT latest_checkpoint FROM conversations WHERE tenant = ?1 AND conversation = ?2",
+/// SQLite faults a retry may fix: BUSY and LOCKED, and their extended forms (another writer held
+/// the database longer than the busy timeout).
+pub(super) fn is_transient(e: &dyn DatabaseError) -> bool {
+    e.try_downcast_ref::<SqliteError>().is_some_and(|sqlite| {
+        matches!(
+            sqlite.code().as_deref(),
+            Some("5" | "6" | "261" | "262" | "517" | "773")
         )
-        .bind(tenant.as_str())
-        .bind(conversation.as_str())
-        .fetch_optional(&self.pool)
-        .await
-    }
+    })
 }
-
-storage_over_inherent_methods!(SqliteStore);

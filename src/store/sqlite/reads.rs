@@ -1,22 +1,217 @@
-//! The read paths behind reconstruct, context and the compaction plan.
+//! [`Store`] on SQLite: opening, and the reads, each on a pooled connection (in WAL mode a
+//! read never waits for the writer).
 
-use super::SqliteStore;
-use crate::coverage::{IdRanges, Reason, Role};
+use super::{MIGRATOR, SqliteStore, SqliteTx};
+use crate::config::DatabaseConfig;
+use crate::coverage::{IdRanges, Reason, Role, TurnFacts, Verdict};
 use crate::domain::{ConversationId, TenantId};
 use crate::store::profiles::deciding_anchors;
 use crate::store::{
-    ContextCheckpoint, ContextTurn, ReconstructRow, SpanningCheckpoint, decode_json, decode_text,
-    decode_tokens, parse_role,
+    Backend, CheckpointRow, ContextCheckpoint, ContextTurn, ConversationRow, Error, FeedEvent,
+    LatestCheckpoint, ReconstructRow, Result, SpanningCheckpoint, Store, StoredAnswer, StoredTurn,
+    decode,
 };
 use sqlx::Row;
 
-impl SqliteStore {
-    pub(super) async fn read_for_reconstruct(
+impl Store for SqliteStore {
+    type Tx = SqliteTx;
+
+    async fn connect(db: &DatabaseConfig) -> anyhow::Result<Self> {
+        Self::open(&db.url(), db.pool_size, db.acquire_timeout()).await
+    }
+
+    fn backend(&self) -> Backend {
+        Backend::Sqlite
+    }
+
+    async fn ready(&self) -> Result<bool> {
+        let applied: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations WHERE success")
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(applied as usize >= MIGRATOR.iter().count())
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Holds the database's write lock from its first statement.
+    async fn begin(&self) -> Result<SqliteTx> {
+        Ok(SqliteTx(self.pool.begin_with("BEGIN IMMEDIATE").await?))
+    }
+
+    async fn backfill_profiles(&self) -> Result<u64> {
+        super::backfill::run(&self.pool).await
+    }
+
+    /// SQLite has no feed: callers keep checking.
+    async fn follow_checkpoints(&self, _on: impl FnMut(FeedEvent<'_>) + Send) {}
+
+    async fn stored_answer(
+        &self,
+        tenant: &TenantId,
+        key: &str,
+        not_before: i64,
+    ) -> Result<Option<StoredAnswer>> {
+        let mut conn = self.pool.acquire().await?;
+        super::tx::find_answer(&mut conn, tenant, key, not_before).await
+    }
+
+    async fn latest_checkpoint(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> Result<Option<Option<i64>>> {
+        Ok(sqlx::query_scalar(
+            "SELECT latest_checkpoint FROM conversations WHERE tenant = ?1 AND conversation = ?2",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    async fn conversation(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> Result<Option<ConversationRow>> {
+        let row = sqlx::query(
+            "SELECT c.next_id, c.total_tokens, c.checkpoint_count, c.rejected_from, c.rejected_streak, \
+               c.facts_version, k.checkpoint_id, k.from_id, k.advanced_to, k.outcome \
+             FROM conversations c LEFT JOIN checkpoints k ON k.tenant = c.tenant \
+               AND k.conversation = c.conversation AND k.checkpoint_id = c.latest_checkpoint \
+             WHERE c.tenant = ?1 AND c.conversation = ?2",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let latest = match row.try_get::<Option<i64>, _>("checkpoint_id")? {
+            Some(checkpoint_id) => Some(LatestCheckpoint {
+                checkpoint_id,
+                from: row.try_get("from_id")?,
+                advanced_to: row.try_get("advanced_to")?,
+                outcome: decode::outcome(row.try_get("outcome")?)?,
+            }),
+            None => None,
+        };
+        Ok(Some(ConversationRow {
+            next_id: row.try_get("next_id")?,
+            total_tokens: row.try_get("total_tokens")?,
+            checkpoint_count: row.try_get("checkpoint_count")?,
+            latest,
+            rejected_from: row.try_get("rejected_from")?,
+            rejected_streak: u32::try_from(row.try_get::<i64, _>("rejected_streak")?)
+                .map_err(Error::invariant)?,
+            facts_version: row.try_get("facts_version")?,
+        }))
+    }
+
+    async fn turn(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        id: i64,
+    ) -> Result<Option<StoredTurn>> {
+        let row = sqlx::query(
+            "SELECT id, role, content, tokens, anchors, anchors_given, pinned, external_id, created_at \
+             FROM turns WHERE tenant = ?1 AND conversation = ?2 AND id = ?3",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(super::tx::stored_turn).transpose()
+    }
+
+    async fn range_facts(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<TurnFacts>> {
+        let mut conn = self.pool.acquire().await?;
+        super::tx::turn_facts(&mut conn, tenant, conversation, from, to).await
+    }
+
+    async fn token_counts_from(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        from: i64,
+    ) -> Result<Vec<(i64, Role, u32)>> {
+        sqlx::query("SELECT id, role, tokens FROM turns WHERE tenant = ?1 AND conversation = ?2 AND id >= ?3 ORDER BY id")
+            .bind(tenant.as_str())
+            .bind(conversation.as_str())
+            .bind(from)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|row| Ok((row.try_get("id")?, decode::role(row.try_get("role")?)?, decode::tokens(row.try_get("tokens")?)?)))
+            .collect()
+    }
+
+    async fn checkpoints(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> Result<Vec<CheckpointRow>> {
+        let rows = sqlx::query(
+            "SELECT checkpoint_id, created_at, json_set(verdict, '$.turns', json('[]')) AS verdict FROM checkpoints \
+             WHERE tenant = ?1 AND conversation = ?2 ORDER BY checkpoint_id DESC",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(CheckpointRow {
+                    checkpoint_id: row.try_get("checkpoint_id")?,
+                    created_at: row.try_get("created_at")?,
+                    summary: None,
+                    verdict: decode::json(row.try_get("verdict")?)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn checkpoint(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        checkpoint_id: i64,
+    ) -> Result<Option<CheckpointRow>> {
+        let row = sqlx::query(
+            "SELECT checkpoint_id, created_at, summary, verdict FROM checkpoints \
+             WHERE tenant = ?1 AND conversation = ?2 AND checkpoint_id = ?3",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .bind(checkpoint_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let verdict: Verdict = decode::json(row.try_get("verdict")?)?;
+        Ok(Some(CheckpointRow {
+            checkpoint_id: row.try_get("checkpoint_id")?,
+            created_at: row.try_get("created_at")?,
+            summary: Some(decode::text(row.try_get("summary")?)?),
+            verdict,
+        }))
+    }
+
+    async fn reconstruct(
         &self,
         tenant: &TenantId,
         conversation: &ConversationId,
         turn: i64,
-    ) -> Result<Option<ReconstructRow>, sqlx::Error> {
+    ) -> Result<Option<ReconstructRow>> {
         let row = sqlx::query(
             "SELECT t.role, t.content, t.anchors, t.anchors_given, k.checkpoint_id, k.covered \
              FROM turns t LEFT JOIN checkpoints k ON k.tenant = t.tenant AND k.conversation = t.conversation \
@@ -38,7 +233,7 @@ impl SqliteStore {
         let checkpoint = match row.try_get::<Option<i64>, _>("checkpoint_id")? {
             None => None,
             Some(checkpoint_id) => {
-                let covered: IdRanges = decode_json(row.try_get("covered")?)?;
+                let covered: IdRanges = decode::json(row.try_get("covered")?)?;
                 // Checkpoints never change once written, so these follow-up reads agree with
                 // the first one.
                 let mut spanning = SpanningCheckpoint {
@@ -60,7 +255,7 @@ impl SqliteStore {
                     .bind(turn)
                     .fetch_one(&self.pool)
                     .await?;
-                    spanning.summary = Some(decode_text(covering.try_get("summary")?)?);
+                    spanning.summary = Some(decode::text(covering.try_get("summary")?)?);
                     deciding = Some((covering.try_get("profile")?, covering.try_get("used")?));
                 } else {
                     let reason: Option<String> = sqlx::query_scalar(
@@ -75,18 +270,18 @@ impl SqliteStore {
                     .fetch_optional(&self.pool)
                     .await?;
                     spanning.reason = reason
-                        .map(|r| decode_json::<Reason>(&format!("\"{r}\"")))
+                        .map(|r| decode::json::<Reason>(&format!("\"{r}\"")))
                         .transpose()?;
                 }
                 Some(spanning)
             }
         };
         Ok(Some(ReconstructRow {
-            role: parse_role(row.try_get("role")?)?,
-            content: decode_text(row.try_get("content")?)?,
+            role: decode::role(row.try_get("role")?)?,
+            content: decode::text(row.try_get("content")?)?,
             deciding_anchors: match deciding {
                 Some((profile, used)) => deciding_anchors(
-                    decode_json(row.try_get("anchors")?)?,
+                    decode::json(row.try_get("anchors")?)?,
                     row.try_get("anchors_given")?,
                     profile,
                     used,
@@ -97,11 +292,11 @@ impl SqliteStore {
         }))
     }
 
-    pub(super) async fn read_context(
+    async fn context(
         &self,
         tenant: &TenantId,
         conversation: &ConversationId,
-    ) -> Result<(Vec<ContextTurn>, Vec<ContextCheckpoint>), sqlx::Error> {
+    ) -> Result<(Vec<ContextTurn>, Vec<ContextCheckpoint>)> {
         // One read transaction: in WAL mode both reads see the same snapshot.
         let mut tx = self.pool.begin().await?;
         let turns = sqlx::query("SELECT id, role, content, tokens FROM turns WHERE tenant = ?1 AND conversation = ?2 ORDER BY id")
@@ -113,12 +308,12 @@ impl SqliteStore {
             .map(|row| {
                 Ok(ContextTurn {
                     id: row.try_get("id")?,
-                    role: parse_role(row.try_get("role")?)?,
-                    content: decode_text(row.try_get("content")?)?,
-                    tokens: decode_tokens(row.try_get("tokens")?)?,
+                    role: decode::role(row.try_get("role")?)?,
+                    content: decode::text(row.try_get("content")?)?,
+                    tokens: decode::tokens(row.try_get("tokens")?)?,
                 })
             })
-            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+            .collect::<Result<Vec<_>>>()?;
         let checkpoints = sqlx::query(
             "SELECT checkpoint_id, from_id, advanced_to, covered, summary, summary_tokens \
              FROM checkpoints WHERE tenant = ?1 AND conversation = ?2 ORDER BY checkpoint_id",
@@ -133,30 +328,13 @@ impl SqliteStore {
                 checkpoint_id: row.try_get("checkpoint_id")?,
                 from: row.try_get("from_id")?,
                 advanced_to: row.try_get("advanced_to")?,
-                covered: decode_json(row.try_get("covered")?)?,
-                summary: decode_text(row.try_get("summary")?)?,
-                summary_tokens: decode_tokens(row.try_get("summary_tokens")?)?,
+                covered: decode::json(row.try_get("covered")?)?,
+                summary: decode::text(row.try_get("summary")?)?,
+                summary_tokens: decode::tokens(row.try_get("summary_tokens")?)?,
             })
         })
-        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        .collect::<Result<Vec<_>>>()?;
         tx.commit().await?;
         Ok((turns, checkpoints))
-    }
-
-    pub(super) async fn read_token_counts(
-        &self,
-        tenant: &TenantId,
-        conversation: &ConversationId,
-        from: i64,
-    ) -> Result<Vec<(i64, Role, u32)>, sqlx::Error> {
-        sqlx::query("SELECT id, role, tokens FROM turns WHERE tenant = ?1 AND conversation = ?2 AND id >= ?3 ORDER BY id")
-            .bind(tenant.as_str())
-            .bind(conversation.as_str())
-            .bind(from)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(|row| Ok((row.try_get("id")?, parse_role(row.try_get("role")?)?, decode_tokens(row.try_get("tokens")?)?)))
-            .collect()
     }
 }

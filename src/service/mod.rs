@@ -1,0 +1,143 @@
+//! The request flows, written once over any [`Store`]: append, propose, pin and the reads.
+//!
+//! A flow parses nothing and encodes no HTTP: it takes domain values, calls the pure core
+//! ([`crate::append`], [`crate::coverage`], [`crate::plan`]) and the store, and returns values or
+//! an [`Error`]. CPU-heavy steps run off the async workers ([`cpu`]); a write holds the
+//! conversation's lock only for what can change under it (see `propose.rs`).
+
+mod append;
+mod pins;
+mod propose;
+mod reads;
+
+pub use propose::Proposed;
+
+use crate::append::AppendConflict;
+use crate::coverage::{IdRanges, Policy, ProposalError};
+use crate::domain::{ConversationId, ExpectedCheckpoint};
+use crate::store::{self, IdempotencyClaim, Store, StoredAnswer};
+use crate::tokens::TokenCounter;
+use std::time::Instant;
+
+/// The flows' shared state. Cheap to clone.
+#[derive(Clone)]
+pub struct Service<S> {
+    store: S,
+    policy: Policy,
+    tokens: TokenCounter,
+}
+
+impl<S: Store> Service<S> {
+    pub fn new(store: S, policy: Policy, tokens: TokenCounter) -> Self {
+        Self {
+            store,
+            policy,
+            tokens,
+        }
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+}
+
+/// A write's answer: new, or the one an earlier request with the same `Idempotency-Key` got.
+#[derive(Debug)]
+pub enum Reply<T> {
+    New(T),
+    Stored(StoredAnswer),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a flow did not do what was asked: a refusal the client can act on, or a fault.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("conversation {0} does not exist")]
+    NoConversation(ConversationId),
+    #[error("turn {turn} of conversation {conversation} is not in the log")]
+    TurnNotInLog {
+        conversation: ConversationId,
+        turn: i64,
+    },
+    #[error("turn {from} of conversation {conversation} is not in the log, which holds turns 0 to {}", next_id - 1)]
+    FromNotInLog {
+        conversation: ConversationId,
+        from: i64,
+        next_id: i64,
+    },
+    #[error("checkpoint {checkpoint_id} of conversation {conversation} does not exist")]
+    NoCheckpoint {
+        conversation: ConversationId,
+        checkpoint_id: i64,
+    },
+    #[error("turn ids {0} are not in the log")]
+    IdsNotInLog(IdRanges),
+    #[error("the latest checkpoint is not the expected one")]
+    Stale {
+        expected: ExpectedCheckpoint,
+        latest: Option<i64>,
+    },
+    #[error("{0}")]
+    Invalid(#[from] ProposalError),
+    #[error("the batch conflicts with the log")]
+    AppendConflict(AppendConflict),
+    #[error("checkpoint {checkpoint_id} already covers turn {turn}")]
+    PinCovered { checkpoint_id: i64, turn: i64 },
+    #[error(transparent)]
+    Store(#[from] store::Error),
+    /// A task run off the async workers panicked or was cancelled.
+    #[error("a blocking task failed: {0}")]
+    Blocking(#[from] tokio::task::JoinError),
+}
+
+/// Runs CPU-heavy work (token counting, anchor derivation, a large decision) off the async
+/// workers, so one big request does not stall every other.
+async fn cpu<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+    Ok(tokio::task::spawn_blocking(work).await?)
+}
+
+/// Times how long a write holds its conversation's lock, from the lock to the end of the
+/// transaction, whichever way it ends.
+struct LockHeld {
+    operation: &'static str,
+    since: Instant,
+}
+
+impl LockHeld {
+    fn now(operation: &'static str) -> Self {
+        Self {
+            operation,
+            since: Instant::now(),
+        }
+    }
+}
+
+impl Drop for LockHeld {
+    fn drop(&mut self) {
+        metrics::histogram!("gatekeeper_write_lock_seconds", "operation" => self.operation)
+            .record(self.since.elapsed().as_secs_f64());
+    }
+}
+
+/// When a write failed on a unique violation and carried a key: the same key was committed
+/// concurrently by its twin, whose answer stands.
+async fn answer_after_race<S: Store, T>(
+    store: &S,
+    tenant: &crate::domain::TenantId,
+    claim: Option<&IdempotencyClaim>,
+    result: Result<Reply<T>>,
+) -> Result<Reply<T>> {
+    match (result, claim) {
+        (Err(Error::Store(store::Error::Conflict(e))), Some(claim)) => store
+            .stored_answer(tenant, &claim.key, claim.not_before)
+            .await?
+            .map(Reply::Stored)
+            .ok_or(Error::Store(store::Error::Conflict(e))),
+        (result, _) => result,
+    }
+}

@@ -1,0 +1,267 @@
+//! Deciding a compaction proposal: decided before the conversation's lock, persisted under it.
+//!
+//! Turns are immutable once appended and ids have no gaps, so the range's facts can be read and
+//! the decision made with no lock held. Under the lock only what can change is checked: the
+//! `Idempotency-Key`, the latest checkpoint against `expected_checkpoint`, and the
+//! conversation's facts version (a pin or the profile backfill moves it; the decision is then
+//! made again on the facts as they now are). The lock is held for the insert, not the decision.
+
+use super::{Error, LockHeld, Reply, Result, Service, answer_after_race, cpu};
+use crate::api::VerdictResponse;
+use crate::coverage::{
+    Decision, IdRange, IdRanges, Outcome, Proposal, TurnFacts, TurnStatus, Verdict,
+};
+use crate::domain::{CompactionRequest, ConversationId, ExpectedCheckpoint, TenantId};
+use crate::store::{self, IdempotencyClaim, NewCheckpoint, Store, WriteTx};
+
+/// A decided proposal; persisted (with its id) unless rejected or a dry run.
+#[derive(Debug, Clone)]
+pub struct Proposed {
+    pub verdict: Verdict,
+    pub checkpoint_id: Option<i64>,
+    pub dry_run: bool,
+}
+
+impl<S: Store> Service<S> {
+    pub async fn propose(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        request: CompactionRequest,
+        claim: Option<&IdempotencyClaim>,
+    ) -> Result<Reply<Proposed>> {
+        let CompactionRequest {
+            mut proposal,
+            expected_checkpoint: expected,
+            dry_run,
+        } = request;
+        let tokens = self.tokens.clone();
+        proposal = cpu(move || {
+            proposal.summary_tokens = tokens.count(&proposal.summary);
+            proposal
+        })
+        .await?;
+
+        let seen = self
+            .store
+            .conversation(tenant, conversation)
+            .await?
+            .ok_or_else(|| Error::NoConversation(conversation.clone()))?;
+        let latest = seen.latest.map(|l| l.checkpoint_id);
+        if !expected.admits(latest) {
+            // The latest checkpoint only moves forward, so the lock would say the same, unless
+            // it is this request's own first try that moved it.
+            return match self.answer_for(tenant, claim).await? {
+                Some(answer) => Ok(Reply::Stored(answer)),
+                None => Err(Error::Stale { expected, latest }),
+            };
+        }
+        if proposal.to >= seen.next_id {
+            let missing = IdRange::new(seen.next_id.max(proposal.from), proposal.to);
+            return Err(Error::IdsNotInLog(IdRanges::from_ranges([missing])));
+        }
+        let facts = (self.store)
+            .range_facts(tenant, conversation, proposal.from, proposal.to)
+            .await?;
+        let (proposal, decision) = self.decide(proposal, facts).await?;
+        if dry_run {
+            return Ok(Reply::New(proposed(
+                conversation,
+                decision.verdict,
+                None,
+                true,
+            )));
+        }
+        let decided = Decided {
+            proposal,
+            decision,
+            facts_version: seen.facts_version,
+            expected,
+        };
+        let persisted = self.persist(tenant, conversation, decided, claim).await;
+        Ok(
+            match answer_after_race(&self.store, tenant, claim, persisted).await? {
+                Reply::New((verdict, id)) => Reply::New(proposed(conversation, verdict, id, false)),
+                Reply::Stored(answer) => Reply::Stored(answer),
+            },
+        )
+    }
+
+    /// Decides off the async workers (a 32,000-turn range takes tens of milliseconds).
+    async fn decide(
+        &self,
+        proposal: Proposal,
+        facts: Vec<TurnFacts>,
+    ) -> Result<(Proposal, Decision)> {
+        let policy = self.policy;
+        let (proposal, decision) = cpu(move || {
+            let decision = crate::coverage::decide_with_evidence(&proposal, &facts, &policy);
+            (proposal, decision)
+        })
+        .await?;
+        Ok((proposal, decision?))
+    }
+
+    /// Under the lock: checks what can have changed since the decision, and persists it.
+    async fn persist(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        decided: Decided,
+        claim: Option<&IdempotencyClaim>,
+    ) -> Result<Reply<(Verdict, Option<i64>)>> {
+        let Decided {
+            proposal,
+            mut decision,
+            facts_version,
+            expected,
+        } = decided;
+        let mut tx = self.store.begin().await?;
+        let locked = tx
+            .lock_conversation(tenant, conversation)
+            .await?
+            .ok_or_else(|| Error::NoConversation(conversation.clone()))?;
+        let _held = LockHeld::now("propose");
+        if let Some(claim) = claim
+            && let Some(answer) = tx.find_answer(tenant, &claim.key, claim.not_before).await?
+        {
+            return Ok(Reply::Stored(answer));
+        }
+        if !expected.admits(locked.latest_checkpoint) {
+            return Err(Error::Stale {
+                expected,
+                latest: locked.latest_checkpoint,
+            });
+        }
+        if locked.facts_version != facts_version {
+            let facts = tx
+                .turn_facts(tenant, conversation, proposal.from, proposal.to)
+                .await?;
+            tracing::info!(conversation = %conversation, "the range's facts changed during the decision; deciding again");
+            metrics::counter!("gatekeeper_compaction_redecisions_total").increment(1);
+            decision = self.decide(proposal.clone(), facts).await?.1;
+        }
+        let verdict = decision.verdict;
+        if verdict.outcome == Outcome::Rejected {
+            // The churn guard's memory: one more rejection from `from`.
+            tx.count_rejection(tenant, conversation, verdict.from)
+                .await?;
+            tx.commit().await?;
+            return Ok(Reply::New((verdict, None)));
+        }
+        let checkpoint_id = locked.checkpoint_count + 1;
+        let advanced_to = verdict
+            .advanced_to
+            .ok_or_else(|| store::Error::invariant("a verdict that is not rejected advances"))?;
+        let checkpoint = NewCheckpoint {
+            checkpoint_id,
+            verdict: &verdict,
+            advanced_to,
+            summary: &proposal.summary,
+            candidates_used: &decision.candidates_used,
+        };
+        tx.insert_checkpoint(tenant, conversation, &checkpoint)
+            .await?;
+        if let Some(claim) = claim {
+            // Exactly the body the client is answered with.
+            let answer = VerdictResponse {
+                conversation: conversation.to_string(),
+                checkpoint_id: Some(checkpoint_id),
+                dry_run: false,
+                verdict: verdict.clone(),
+            };
+            let body = serde_json::to_vec(&answer).map_err(store::Error::invariant)?;
+            tx.record_answer(tenant, claim, 201, &body).await?;
+        }
+        tx.commit().await?;
+        Ok(Reply::New((verdict, Some(checkpoint_id))))
+    }
+
+    async fn answer_for(
+        &self,
+        tenant: &TenantId,
+        claim: Option<&IdempotencyClaim>,
+    ) -> Result<Option<store::StoredAnswer>> {
+        let Some(claim) = claim else { return Ok(None) };
+        Ok(self
+            .store
+            .stored_answer(tenant, &claim.key, claim.not_before)
+            .await?)
+    }
+}
+
+/// A decision made before the lock, and what it was made against.
+struct Decided {
+    proposal: Proposal,
+    decision: Decision,
+    facts_version: i64,
+    expected: ExpectedCheckpoint,
+}
+
+fn proposed(
+    conversation: &ConversationId,
+    verdict: Verdict,
+    checkpoint_id: Option<i64>,
+    dry_run: bool,
+) -> Proposed {
+    record(conversation, checkpoint_id, &verdict, dry_run);
+    Proposed {
+        verdict,
+        checkpoint_id,
+        dry_run,
+    }
+}
+
+/// Every decision is loud: one log event and the counters, whatever the outcome.
+fn record(conversation: &ConversationId, checkpoint_id: Option<i64>, v: &Verdict, dry_run: bool) {
+    if !dry_run {
+        metrics::counter!("gatekeeper_compactions_total", "outcome" => v.outcome.as_str())
+            .increment(1);
+        // Turn counts describe persisted pointer sets; a rejected verdict persists none.
+        if checkpoint_id.is_some() {
+            metrics::counter!("gatekeeper_compaction_turns_total", "status" => "covered")
+                .increment(v.covered.count());
+            metrics::counter!("gatekeeper_compaction_turns_total", "status" => "uncovered")
+                .increment(v.uncovered.count());
+            metrics::counter!("gatekeeper_compaction_turns_total", "status" => "not_compacted")
+                .increment(v.not_compacted.count());
+        }
+        for signal in &v.truncation_signals {
+            metrics::counter!("gatekeeper_truncated_summaries_total", "signal" => signal.as_str())
+                .increment(1);
+        }
+        metrics::counter!("gatekeeper_coverage_contradictions_total")
+            .increment(v.contradictions.count());
+    }
+    let signals: Vec<&str> = v.truncation_signals.iter().map(|s| s.as_str()).collect();
+    let not_compacted = v
+        .turns
+        .iter()
+        .filter(|t| t.status == TurnStatus::NotCompacted)
+        .count();
+    macro_rules! event {
+        ($level:ident) => {
+            tracing::$level!(
+                conversation = %conversation,
+                checkpoint = ?checkpoint_id,
+                outcome = v.outcome.as_str(),
+                dry_run,
+                from = v.from,
+                to = v.to,
+                advanced_to = ?v.advanced_to,
+                covered = v.covered.count(),
+                uncovered = v.uncovered.count(),
+                not_compacted,
+                contradictions = v.contradictions.count(),
+                over_ceiling = v.over_ceiling,
+                truncation_signals = ?signals,
+                "compaction decided"
+            )
+        };
+    }
+    if v.outcome == Outcome::Accepted {
+        event!(info);
+    } else {
+        event!(warn);
+    }
+}

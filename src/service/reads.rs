@@ -1,0 +1,342 @@
+//! The reads: the log, the checkpoints, reconstruct, the working context and the compaction
+//! plan. None waits for a write; none ever answers a false negative.
+
+use super::{Error, Result, Service, cpu};
+use crate::api::{
+    AnchorOrigin, CheckpointItem, CheckpointRef, CompactionPlanResponse, ContextItem,
+    ContextResponse, ConversationResponse, PlannedTurn, ReconstructResponse, Source, TurnResponse,
+};
+use crate::coverage::{IdRanges, Policy, Reason, TurnFacts, distinctive, locate};
+use crate::domain::{ConversationId, TenantId};
+use crate::plan::{self, Rejections};
+use crate::store::{
+    CheckpointRow, ContextCheckpoint, ContextTurn, ReconstructRow, Store, StoredTurn,
+};
+use std::collections::HashMap;
+
+impl<S: Store> Service<S> {
+    pub async fn turn(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        turn: i64,
+    ) -> Result<TurnResponse> {
+        let stored = self.store.turn(tenant, conversation, turn).await?;
+        Ok(turn_response(stored.ok_or_else(|| {
+            Error::TurnNotInLog {
+                conversation: conversation.clone(),
+                turn,
+            }
+        })?))
+    }
+
+    pub async fn conversation(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> Result<ConversationResponse> {
+        let row = (self.store.conversation(tenant, conversation).await?)
+            .ok_or_else(|| Error::NoConversation(conversation.clone()))?;
+        Ok(ConversationResponse {
+            conversation: conversation.to_string(),
+            next_id: row.next_id,
+            total_tokens: row.total_tokens,
+            checkpoints: row.checkpoint_count,
+            latest_checkpoint: row.latest.map(|l| CheckpointRef {
+                checkpoint_id: l.checkpoint_id,
+                from: l.from,
+                advanced_to: l.advanced_to,
+                outcome: l.outcome,
+            }),
+        })
+    }
+
+    /// Newest first, without summaries or per-turn detail.
+    pub async fn checkpoints(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> Result<Vec<CheckpointItem>> {
+        if (self.store.conversation(tenant, conversation).await?).is_none() {
+            return Err(Error::NoConversation(conversation.clone()));
+        }
+        let rows = self.store.checkpoints(tenant, conversation).await?;
+        Ok(rows.into_iter().map(checkpoint_item).collect())
+    }
+
+    pub async fn checkpoint(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        checkpoint_id: i64,
+    ) -> Result<CheckpointRow> {
+        (self
+            .store
+            .checkpoint(tenant, conversation, checkpoint_id)
+            .await?)
+            .ok_or_else(|| Error::NoCheckpoint {
+                conversation: conversation.clone(),
+                checkpoint_id,
+            })
+    }
+
+    /// The conversation's latest checkpoint id, which keys a cached reconstruct answer; a
+    /// missing conversation does not hold `turn`.
+    pub async fn latest_checkpoint(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        turn: i64,
+    ) -> Result<Option<i64>> {
+        (self.store.latest_checkpoint(tenant, conversation).await?).ok_or_else(|| {
+            Error::TurnNotInLog {
+                conversation: conversation.clone(),
+                turn,
+            }
+        })
+    }
+
+    /// Covered: the summary, with where the turn's anchors stand in it. Spanned but not
+    /// covered: the raw turn and why. In no checkpoint: the raw turn. An error means only that
+    /// the log does not hold the turn, or a fault; never a missing fact.
+    pub async fn reconstruct(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        turn: i64,
+    ) -> Result<ReconstructResponse> {
+        let row = self.store.reconstruct(tenant, conversation, turn).await?;
+        let row = row.ok_or_else(|| Error::TurnNotInLog {
+            conversation: conversation.clone(),
+            turn,
+        })?;
+        Ok(reconstruct_answer(turn, row))
+    }
+
+    /// Summaries and uncovered turns in turn order.
+    pub async fn context(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> Result<ContextResponse> {
+        let (turns, checkpoints) = self.store.context(tenant, conversation).await?;
+        if turns.is_empty() {
+            return Err(Error::NoConversation(conversation.clone()));
+        }
+        let items = working_context(turns, &checkpoints);
+        let total_tokens = items
+            .iter()
+            .map(|item| match item {
+                ContextItem::Summary { tokens, .. } | ContextItem::Turn { tokens, .. } => {
+                    u64::from(*tokens)
+                }
+            })
+            .sum();
+        Ok(ContextResponse {
+            conversation: conversation.to_string(),
+            items,
+            total_tokens,
+        })
+    }
+
+    /// The largest range from `from` (default: after the latest checkpoint) that a summary of
+    /// `summary_budget` tokens can cover, what the decision will check for each of its turns,
+    /// and the advice.
+    pub async fn compaction_plan(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        summary_budget: i64,
+        from: Option<i64>,
+    ) -> Result<CompactionPlanResponse> {
+        let row = (self.store.conversation(tenant, conversation).await?)
+            .ok_or_else(|| Error::NoConversation(conversation.clone()))?;
+        let from = from.unwrap_or_else(|| row.latest.map_or(0, |l| l.advanced_to + 1));
+        if from < 0 || from >= row.next_id {
+            return Err(Error::FromNotInLog {
+                conversation: conversation.clone(),
+                from,
+                next_id: row.next_id,
+            });
+        }
+        let counts = self
+            .store
+            .token_counts_from(tenant, conversation, from)
+            .await?;
+        let policy = self.policy;
+        let reach = plan::reach(from, counts, summary_budget, &policy);
+        let facts = match reach.to() {
+            Some(to) => {
+                self.store
+                    .range_facts(tenant, conversation, from, to)
+                    .await?
+            }
+            None => Vec::new(),
+        };
+        let rejections = Rejections {
+            from: row.rejected_from,
+            streak: row.rejected_streak,
+        };
+        let tokens = self.tokens.clone();
+        let (plan, turns) = cpu(move || {
+            let plan = plan::plan(&reach, &facts, summary_budget, rejections, &policy, |a| {
+                tokens.count(a)
+            });
+            let planned = plan.to.map_or(0, |to| (to - from + 1) as usize);
+            let turns = planned_turns(&facts[..planned.min(facts.len())], &policy);
+            (plan, turns)
+        })
+        .await?;
+        metrics::counter!("gatekeeper_compaction_advice_total", "advice" => plan.advice.as_str())
+            .increment(1);
+        Ok(CompactionPlanResponse {
+            from,
+            to: plan.to,
+            prefix_tokens: plan.prefix_tokens,
+            required_budget: plan.required_budget,
+            summary_budget,
+            anchor_tokens: plan.anchor_tokens,
+            advice: plan.advice,
+            advice_reason: plan.reason,
+            recent_rejections: plan.recent_rejections,
+            worthwhile_tokens: plan.worthwhile_tokens,
+            turns,
+        })
+    }
+}
+
+pub(super) fn turn_response(stored: StoredTurn) -> TurnResponse {
+    let t = stored.turn;
+    TurnResponse {
+        id: t.id,
+        role: t.role,
+        content: t.content,
+        tokens: t.tokens,
+        anchors: t.anchors,
+        anchor_origin: AnchorOrigin::of(t.anchors_given),
+        pinned: t.pinned,
+        external_id: t.external_id,
+        created_at: stored.created_at,
+    }
+}
+
+fn checkpoint_item(row: CheckpointRow) -> CheckpointItem {
+    let v = row.verdict;
+    CheckpointItem {
+        checkpoint_id: row.checkpoint_id,
+        created_at: row.created_at,
+        from: v.from,
+        to: v.to,
+        advanced_to: v.advanced_to.unwrap_or(v.to),
+        outcome: v.outcome,
+        covered: v.covered,
+        uncovered: v.uncovered,
+        not_compacted: v.not_compacted,
+        summary_tokens: v.summary_tokens,
+    }
+}
+
+fn reconstruct_answer(turn: i64, row: ReconstructRow) -> ReconstructResponse {
+    match row.checkpoint {
+        Some(checkpoint) if checkpoint.covered => {
+            let summary = checkpoint.summary.unwrap_or_default();
+            ReconstructResponse {
+                turn,
+                source: Source::Summary,
+                checkpoint_id: Some(checkpoint.checkpoint_id),
+                evidence: locate(&row.deciding_anchors, &summary),
+                text: summary,
+                role: row.role,
+                reason: None,
+            }
+        }
+        Some(checkpoint) => ReconstructResponse {
+            turn,
+            source: Source::RawLog,
+            checkpoint_id: Some(checkpoint.checkpoint_id),
+            text: row.content,
+            role: row.role,
+            reason: checkpoint.reason,
+            evidence: Vec::new(),
+        },
+        None => ReconstructResponse {
+            turn,
+            source: Source::Live,
+            checkpoint_id: None,
+            text: row.content,
+            role: row.role,
+            reason: None,
+            evidence: Vec::new(),
+        },
+    }
+}
+
+/// Turn order; each deciding checkpoint's summary once, where its first covered turn stood, and
+/// every turn that no checkpoint covers as itself.
+fn working_context(turns: Vec<ContextTurn>, checkpoints: &[ContextCheckpoint]) -> Vec<ContextItem> {
+    let mut items = Vec::new();
+    let mut summary_at: HashMap<i64, usize> = HashMap::new();
+    for turn in turns {
+        let decider = checkpoints
+            .iter()
+            .rev()
+            .find(|c| c.from <= turn.id && turn.id <= c.advanced_to);
+        match decider {
+            Some(c) if c.covered.contains(turn.id) => {
+                let index = *summary_at.entry(c.checkpoint_id).or_insert_with(|| {
+                    items.push(ContextItem::Summary {
+                        checkpoint_id: c.checkpoint_id,
+                        covers: IdRanges::new(),
+                        text: c.summary.clone(),
+                        tokens: c.summary_tokens,
+                    });
+                    items.len() - 1
+                });
+                if let ContextItem::Summary { covers, .. } = &mut items[index] {
+                    covers.push(turn.id);
+                }
+            }
+            decider => items.push(ContextItem::Turn {
+                id: turn.id,
+                role: turn.role,
+                content: turn.content,
+                source: if decider.is_some() {
+                    Source::RawLog
+                } else {
+                    Source::Live
+                },
+                tokens: turn.tokens,
+            }),
+        }
+    }
+    items
+}
+
+/// What the decision will check for each turn of the planned range (rules 2, 2b and pins).
+fn planned_turns(facts: &[TurnFacts], policy: &Policy) -> Vec<PlannedTurn> {
+    let turns: Vec<&TurnFacts> = facts.iter().collect();
+    distinctive::checks(&turns, policy)
+        .into_iter()
+        .zip(&turns)
+        .map(|(check, turn)| {
+            let unanchored = if turn.pinned {
+                Some(Reason::Pinned)
+            } else if check.is_empty() {
+                Some(Reason::NoAnchors)
+            } else {
+                None
+            };
+            PlannedTurn {
+                id: turn.id,
+                anchors: if turn.pinned {
+                    Vec::new()
+                } else {
+                    check.anchors().map(str::to_owned).collect()
+                },
+                anchor_origin: AnchorOrigin::of(!check.is_derived()),
+                unanchored,
+                evidence: check.evidence(),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,168 @@
+//! Proposals are decided before the conversation's lock is taken; under it, only what can change
+//! is checked. These tests hold the lock from another connection while a proposal waits for it,
+//! and change things meanwhile, as a concurrent request would.
+
+use crate::support::*;
+use gatekeeper::domain::TenantId;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// A summary holding every anchor the plan names for turns 0..=2 of "c", none pinned yet.
+async fn covering_summary(app: &TestApp) -> String {
+    let plan = expect(app.plan("c", "summary_budget=100000").await, StatusCode::OK).await;
+    let anchors: Vec<&str> = plan["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["anchors"].as_array().unwrap())
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    format!("<summary>\n{}, done.\n</summary>", anchors.join(", "))
+}
+
+/// Runs `change` (SQL) inside a transaction that holds the conversation's write lock while the
+/// proposals, decided, wait for it; returns their answers in order.
+async fn propose_while_locked(
+    app: &TestApp,
+    bodies: Vec<Value>,
+    change: &[&str],
+) -> Vec<(StatusCode, Value)> {
+    let tenant = TenantId::single();
+    match &app.store {
+        AnyStore::Postgres(pg) => {
+            let mut tx = pg.pool().begin().await.unwrap();
+            sqlx::query(
+                "SELECT 1 FROM conversations WHERE tenant = $1 AND conversation = 'c' FOR UPDATE",
+            )
+            .bind(tenant.as_str())
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+            let proposals: Vec<_> = bodies.into_iter().map(|b| in_background(app, b)).collect();
+            // Until every proposal, decided, waits for the row lock.
+            let mut waited = false;
+            for _ in 0..500 {
+                let n: i64 = sqlx::query_scalar(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                     AND wait_event_type = 'Lock'",
+                )
+                .fetch_one(pg.pool())
+                .await
+                .unwrap();
+                if n as usize == proposals.len() {
+                    waited = true;
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            assert!(waited, "the proposals reached the lock within 5 s");
+            for sql in change {
+                sqlx::query(sqlx::AssertSqlSafe(*sql))
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
+            }
+            tx.commit().await.unwrap();
+            answers(proposals).await
+        }
+        AnyStore::Sqlite(lite) => {
+            let mut tx = lite.pool().begin_with("BEGIN IMMEDIATE").await.unwrap();
+            let proposals: Vec<_> = bodies.into_iter().map(|b| in_background(app, b)).collect();
+            // SQLite cannot show a waiter: give the proposal time to decide and reach BEGIN
+            // IMMEDIATE (it waits up to the 10 s busy timeout there).
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            for sql in change {
+                sqlx::query(sqlx::AssertSqlSafe(*sql))
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
+            }
+            tx.commit().await.unwrap();
+            answers(proposals).await
+        }
+    }
+}
+
+fn in_background(app: &TestApp, body: Value) -> tokio::task::JoinHandle<(StatusCode, Value)> {
+    let app = app.clone();
+    tokio::spawn(async move {
+        let response = app.propose("c", body).await;
+        let status = response.status();
+        (status, response.json::<Value>().await.unwrap())
+    })
+}
+
+async fn answers(
+    proposals: Vec<tokio::task::JoinHandle<(StatusCode, Value)>>,
+) -> Vec<(StatusCode, Value)> {
+    let mut answers = Vec::new();
+    for proposal in proposals {
+        answers.push(proposal.await.unwrap());
+    }
+    answers
+}
+
+#[tokio::test]
+async fn a_turn_pinned_while_a_proposal_waits_for_the_lock_is_not_covered_the_proposal_is_decided_again()
+ {
+    let app = spawn_app().await;
+    let turns = tau_turns(4).split_off(1);
+    expect(app.append("c", json!(turns)).await, StatusCode::CREATED).await;
+    let summary = covering_summary(&app).await;
+    let body = json!({ "from": 0, "to": 2, "summary": summary, "summary_budget": 100000 });
+    let before = metric(
+        &app.metrics_text().await,
+        "gatekeeper_compaction_redecisions_total",
+    );
+
+    // As PATCH .../turns/1 {"pinned": true} writes it, committed between decision and lock.
+    let answers = propose_while_locked(
+        &app,
+        vec![body],
+        &[
+            "UPDATE turns SET pinned = true WHERE conversation = 'c' AND id = 1",
+            "UPDATE conversations SET facts_version = facts_version + 1 WHERE conversation = 'c'",
+        ],
+    )
+    .await;
+    let (status, verdict) = &answers[0];
+    assert_eq!(*status, StatusCode::CREATED, "{verdict}");
+    assert_eq!(verdict["covered"], json!([[0, 0], [2, 2]]));
+    assert_eq!(
+        verdict["turns"],
+        json!([{ "id": 1, "status": "uncovered", "reason": "pinned", "missing_anchors": [] }])
+    );
+    let after = metric(
+        &app.metrics_text().await,
+        "gatekeeper_compaction_redecisions_total",
+    );
+    assert!(after >= before + 1.0, "decided again: {before} → {after}");
+    let answer = expect(app.reconstruct("c", 1).await, StatusCode::OK).await;
+    assert_eq!(answer["source"], "raw_log");
+}
+
+#[tokio::test]
+async fn of_two_proposals_decided_before_either_holds_the_lock_only_one_meets_its_expectation() {
+    let app = spawn_app().await;
+    let turns = tau_turns(4).split_off(1);
+    expect(app.append("c", json!(turns)).await, StatusCode::CREATED).await;
+    let summary = covering_summary(&app).await;
+    let body = json!({
+        "from": 0, "to": 2, "summary": summary, "summary_budget": 100000,
+        "expected_checkpoint": null
+    });
+    // Both are decided against a conversation without checkpoints; whichever takes the lock
+    // second finds checkpoint 1 there.
+    let answers = propose_while_locked(&app, vec![body.clone(), body], &[]).await;
+    let mut statuses: Vec<u16> = answers.iter().map(|(s, _)| s.as_u16()).collect();
+    statuses.sort();
+    assert_eq!(statuses, [201, 409], "{answers:?}");
+    let stale = answers
+        .iter()
+        .find(|(s, _)| *s == StatusCode::CONFLICT)
+        .unwrap();
+    assert_eq!(stale.1["latest_checkpoint"], 1);
+    let conversation = expect(app.get("/v1/conversations/c").await, StatusCode::OK).await;
+    assert_eq!(conversation["checkpoints"], 1);
+}

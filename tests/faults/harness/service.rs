@@ -1,0 +1,221 @@
+//! The service under test: the real binary on a free loopback port, and the HTTP calls made to it.
+
+use reqwest::Method;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::process::{Child, Command};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A service's output, removed when the last holder is dropped, unless a test is failing.
+#[derive(Debug)]
+pub(crate) struct LogFile(pub(crate) PathBuf);
+
+impl Drop for LogFile {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+}
+
+/// The real binary, on a free loopback port, its output in a log file (kept if the test fails).
+pub(crate) struct Service {
+    child: Child,
+    pub(crate) base: String,
+    pub(crate) log: Arc<LogFile>,
+}
+
+impl Service {
+    pub(crate) async fn start(name: &str, env: &[(&str, String)]) -> Service {
+        let port = free_port();
+        let log = std::env::temp_dir().join(format!(
+            "gk-faults-{name}-{}-{port}.log",
+            std::process::id()
+        ));
+        let file = std::fs::File::create(&log).unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_gatekeeper"));
+        command
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .env_remove("DATABASE_URL")
+            .stdout(Stdio::from(file.try_clone().unwrap()))
+            .stderr(Stdio::from(file))
+            .kill_on_drop(true);
+        // Nothing of the caller's configuration leaks in: only what the test sets.
+        for (key, _) in std::env::vars() {
+            if key.starts_with("GATEKEEPER_") {
+                command.env_remove(key);
+            }
+        }
+        command.env("GATEKEEPER_LOG", "warn");
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().expect("the binary starts");
+        let base = format!("http://127.0.0.1:{port}");
+        let http = client(Duration::from_secs(2));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!(
+                    "{name} exited at start ({status}): {}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+            }
+            if http
+                .get(format!("{base}/readyz"))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+            {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{name} was not ready within 60 s; log {}",
+                log.display()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Service {
+            child,
+            base,
+            log: Arc::new(LogFile(log)),
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id().expect("the service is running")
+    }
+
+    /// `kill -9`: no drain, no goodbye.
+    pub(crate) async fn sigkill(&mut self) {
+        self.child.start_kill().expect("SIGKILL is delivered");
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
+    }
+
+    pub(crate) fn rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))?
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    pub(crate) fn conversation_url(&self, conversation: &str, rest: &str) -> String {
+        format!("{}/v1/conversations/{conversation}{rest}", self.base)
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+pub(crate) fn client(timeout: Duration) -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .build()
+        .expect("a plain HTTP client")
+}
+
+/// One HTTP answer, with what the fault checks look at.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) content_type: String,
+    pub(crate) retry_after: Option<String>,
+    pub(crate) replayed: bool,
+    pub(crate) body: Value,
+}
+
+pub(crate) async fn call(
+    http: &reqwest::Client,
+    method: Method,
+    url: &str,
+    body: Option<&Value>,
+    idempotency_key: Option<&str>,
+) -> Result<Answer, reqwest::Error> {
+    let mut request = http.request(method, url);
+    if let Some(body) = body {
+        request = request.json(body);
+    }
+    if let Some(key) = idempotency_key {
+        request = request.header("Idempotency-Key", key);
+    }
+    let response = request.send().await?;
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let content_type = header("content-type").unwrap_or_default();
+    let retry_after = header("retry-after");
+    let replayed = header("idempotent-replayed").is_some_and(|v| v == "true");
+    let status = response.status().as_u16();
+    let text = response.text().await?;
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    Ok(Answer {
+        status,
+        content_type,
+        retry_after,
+        replayed,
+        body,
+    })
+}
+
+pub(crate) async fn get(http: &reqwest::Client, url: &str) -> Result<Answer, reqwest::Error> {
+    call(http, Method::GET, url, None, None).await
+}
+
+/// What is wrong with an answer that should be an outage answer: `503` problem+json of type
+/// `unavailable` with a numeric `Retry-After`.
+pub(crate) fn outage_issue(a: &Answer) -> Option<String> {
+    let mut issues = Vec::new();
+    if a.status != 503 {
+        issues.push(format!("status {}", a.status));
+    }
+    if !a.content_type.starts_with("application/problem+json") {
+        issues.push(format!("content type {:?}", a.content_type));
+    }
+    if a.retry_after
+        .as_deref()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .is_none()
+    {
+        issues.push(format!("Retry-After {:?}", a.retry_after));
+    }
+    if a.body["status"] != 503
+        || !a.body["type"]
+            .as_str()
+            .is_some_and(|t| t.ends_with(":unavailable"))
+    {
+        issues.push(format!("body {}", a.body));
+    }
+    (!issues.is_empty()).then(|| issues.join(", "))
+}
+
+/// How long to wait before retrying a `503`: its `Retry-After`, at most a second.
+pub(crate) fn retry_pause(a: &Answer) -> Duration {
+    a.retry_after
+        .as_deref()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(Duration::from_millis(500), Duration::from_secs)
+        .min(Duration::from_secs(1))
+}
