@@ -201,6 +201,37 @@ pub struct VerdictResponse {
     pub verdict: Verdict,
 }
 
+impl VerdictResponse {
+    /// A rejected verdict as the problem+json body it is answered with (422): the problem's
+    /// members and every field of the verdict. Also what an Idempotency-Key records for it.
+    pub fn rejection_problem(&self) -> serde_json::Map<String, serde_json::Value> {
+        use serde_json::{Value, json};
+        let mut body = serde_json::Map::new();
+        body.insert(
+            "type".into(),
+            json!("urn:gatekeeper:problem:proposal-rejected"),
+        );
+        body.insert("title".into(), json!("Unprocessable Entity"));
+        body.insert("status".into(), json!(422));
+        if let Value::Object(fields) = json!(self) {
+            body.extend(fields);
+        }
+        let v = &self.verdict;
+        let detail = match v.rejection {
+            Some(crate::coverage::Rejection::StrictMode) => format!(
+                "strict mode: the summary does not cover the whole range (uncovered {}, not compacted {}, truncated: {}); nothing was persisted",
+                v.uncovered, v.not_compacted, v.truncated
+            ),
+            _ => format!(
+                "the summary covers no turn of [{}, {}]; nothing was persisted",
+                v.from, v.to
+            ),
+        };
+        body.insert("detail".into(), json!(detail));
+        body
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CheckpointListResponse {
     pub conversation: String,

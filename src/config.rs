@@ -12,6 +12,13 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The slowest rate limit: one request an hour (a slower one would ask clients to wait longer
+/// than `Retry-After` can usefully say).
+pub const MIN_RATE_LIMIT_PER_SEC: f64 = 1.0 / 3600.0;
+
+/// The longest an Idempotency-Key's answer is kept: ten years.
+pub const MAX_IDEMPOTENCY_TTL_SECS: u64 = 10 * 365 * 24 * 60 * 60;
+
 /// The embedded database file inside the data folder, used when no `DATABASE_URL` is set.
 pub const DEFAULT_SQLITE_FILE: &str = "gatekeeper.db";
 
@@ -274,10 +281,16 @@ impl ServeConfig {
                 "anchor count must be between 1 and {most} (the max anchors per turn, and the 16 candidates a turn keeps)"
             ));
         }
-        if !(self.rate_limit_per_sec >= 0.0 && self.rate_limit_per_sec.is_finite()) {
+        let rate = self.rate_limit_per_sec;
+        if !(rate == 0.0 || (rate >= MIN_RATE_LIMIT_PER_SEC && rate.is_finite())) {
             return Err(format!(
-                "the rate limit must be 0 (off) or a positive number, got {}",
-                self.rate_limit_per_sec
+                "the rate limit must be 0 (off) or at least {MIN_RATE_LIMIT_PER_SEC} requests a second (one an hour), got {rate}"
+            ));
+        }
+        if self.idempotency_ttl_secs == 0 || self.idempotency_ttl_secs > MAX_IDEMPOTENCY_TTL_SECS {
+            return Err(format!(
+                "the Idempotency-Key TTL must be between 1 and {MAX_IDEMPOTENCY_TTL_SECS} seconds (ten years), got {}",
+                self.idempotency_ttl_secs
             ));
         }
         if self.database.pool_size == 0 {
@@ -311,18 +324,42 @@ impl fmt::Debug for ServeConfig {
     }
 }
 
-/// The URL with any password replaced, for logs.
+/// The URL with any password replaced, for logs: in the user info and in a `password` or
+/// `sslpassword` query parameter.
 pub fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let mut out = match (base.find("://"), base.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
+            let userinfo = &base[scheme + 3..at];
             match userinfo.split_once(':') {
-                Some((user, _)) => format!("{}{user}:<redacted>{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_owned(),
+                Some((user, _)) => {
+                    format!("{}{user}:<redacted>{}", &base[..scheme + 3], &base[at..])
+                }
+                None => base.to_owned(),
             }
         }
-        _ => url.to_owned(),
+        _ => base.to_owned(),
+    };
+    if let Some(query) = query {
+        let params: Vec<String> = query
+            .split('&')
+            .map(|param| match param.split_once('=') {
+                Some((name, _)) if is_secret_param(name) => format!("{name}=<redacted>"),
+                _ => param.to_owned(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&params.join("&"));
     }
+    out
+}
+
+fn is_secret_param(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    name == "password" || name == "sslpassword"
 }
 
 /// Tenants' keys, kept only as SHA-256 digests.
@@ -348,18 +385,28 @@ impl ApiKeys {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
+            // Errors never quote the entry: written backwards (`key:tenant`), its first half is
+            // a secret.
+            let entry = n + 1;
             let (tenant, key) = line
                 .split_once(':')
-                .ok_or_else(|| format!("API key entry {} is not `tenant:key`", n + 1))?;
-            let tenant = TenantId::parse(tenant.trim())
-                .map_err(|e| format!("API key entry {}: {}", n + 1, e.message))?;
+                .ok_or_else(|| format!("API key entry {entry} is not `tenant:key`"))?;
             let key = key.trim();
             if key.len() < 16 {
                 return Err(format!(
-                    "the API key of tenant {tenant} is shorter than 16 characters"
+                    "the API key of entry {entry} is shorter than 16 characters (entries are `tenant:key`, the tenant first)"
                 ));
             }
-            entries.push((tenant, digest(key)));
+            let tenant = TenantId::parse(tenant.trim()).map_err(|_| {
+                format!("API key entry {entry}: the tenant is not 1 to 64 of A-Z a-z 0-9 . _ -")
+            })?;
+            let key = digest(key);
+            if entries.iter().any(|(_, k)| *k == key) {
+                return Err(format!(
+                    "API key entry {entry} repeats an earlier entry's key: a key must name one tenant"
+                ));
+            }
+            entries.push((tenant, key));
         }
         Ok(Self { entries })
     }
@@ -425,5 +472,30 @@ mod tests {
             "postgres://u:<redacted>@h:5432/db"
         );
         assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(
+            redact_url("postgres://u@h/db?sslmode=require&password=secret&Password=s2"),
+            "postgres://u@h/db?sslmode=require&password=<redacted>&Password=<redacted>"
+        );
+        assert_eq!(
+            redact_url("postgres://u:a@h/db?sslpassword=k"),
+            "postgres://u:<redacted>@h/db?sslpassword=<redacted>"
+        );
+    }
+
+    #[test]
+    fn a_key_entry_written_backwards_is_refused_without_quoting_the_secret() {
+        let secret = "s3cr3t-0123456789abcdef";
+        let error = ApiKeys::parse(&format!("{secret}:acme")).unwrap_err();
+        assert!(error.contains("shorter than 16"), "{error}");
+        assert!(!error.contains("s3cr3t"), "{error}");
+        let error = ApiKeys::parse("bad tenant!:0123456789abcdef").unwrap_err();
+        assert!(!error.contains("0123"), "{error}");
+    }
+
+    #[test]
+    fn one_key_for_two_tenants_is_refused() {
+        let error = ApiKeys::parse("a:0123456789abcdef\nb:0123456789abcdef").unwrap_err();
+        assert!(error.contains("repeats"), "{error}");
+        assert!(!error.contains("0123"), "{error}");
     }
 }

@@ -230,6 +230,24 @@ async fn invalid_configuration_stops_the_start_with_one_clear_line() {
             "DATABASE_URL must start with",
         ),
         (&["serve"], &[("GATEKEEPER_LOG", "[[[")], "log level"),
+        (
+            &["serve"],
+            &[("GATEKEEPER_RATE_LIMIT_PER_SEC", "1e-300")],
+            "rate limit must be 0 (off) or at least",
+        ),
+        (
+            &["serve"],
+            &[("GATEKEEPER_IDEMPOTENCY_TTL_SECS", "18446744073709551615")],
+            "Idempotency-Key TTL must be between",
+        ),
+        (
+            &["serve"],
+            &[(
+                "GATEKEEPER_API_KEYS",
+                "a:0123456789abcdef,b:0123456789abcdef",
+            )],
+            "repeats an earlier entry's key",
+        ),
     ];
     for (args, env, expected) in cases {
         let mut command = binary();
@@ -356,6 +374,12 @@ async fn keys_summaries_and_contents_never_reach_the_logs_at_info() {
     assert!(
         logs.contains("compaction decided"),
         "the decision was logged: {logs}"
+    );
+    assert!(
+        logs.lines()
+            .filter(|l| l.contains("compaction decided"))
+            .all(|l| l.contains("tenant") && l.contains("ops")),
+        "each decision names its tenant: {logs}"
     );
     for secret in [
         "secret-key",

@@ -263,12 +263,7 @@ impl IntoResponse for Error {
             Error::Conflict { extra, .. } | Error::Unprocessable { extra, .. } => {
                 body.extend(extra)
             }
-            Error::Rejected(verdict) => {
-                if let Value::Object(fields) = json!(verdict) {
-                    body.extend(fields);
-                }
-                body.insert("detail".into(), json!(rejection_detail(&verdict)));
-            }
+            Error::Rejected(verdict) => body.extend(verdict.rejection_problem()),
             _ => {}
         }
         let mut response = (status, axum::Json(Value::Object(body))).into_response();
@@ -281,19 +276,5 @@ impl IntoResponse for Error {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
-    }
-}
-
-fn rejection_detail(v: &VerdictResponse) -> String {
-    let v = &v.verdict;
-    match v.rejection {
-        Some(crate::coverage::Rejection::StrictMode) => format!(
-            "strict mode: the summary does not cover the whole range (uncovered {}, not compacted {}, truncated: {}); nothing was persisted",
-            v.uncovered, v.not_compacted, v.truncated
-        ),
-        _ => format!(
-            "the summary covers no turn of [{}, {}]; nothing was persisted",
-            v.from, v.to
-        ),
     }
 }

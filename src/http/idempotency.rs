@@ -42,7 +42,7 @@ impl IdempotencyKey {
             key: self.0.clone(),
             fingerprint,
             now,
-            not_before: now.saturating_sub(ttl.as_secs() as i64),
+            not_before: now.saturating_sub(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX)),
         }
     }
 
@@ -75,10 +75,12 @@ pub fn replay(answer: StoredAnswer, claim: Option<&IdempotencyClaim>) -> Result<
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
     let mut response = (status, answer.body).into_response();
     let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    let content_type = if status.is_client_error() {
+        super::error::PROBLEM_JSON
+    } else {
+        "application/json"
+    };
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     headers.insert(REPLAYED, HeaderValue::from_static("true"));
     Ok(response)
 }
@@ -114,5 +116,18 @@ pub async fn prior<S: Store>(
     {
         Some(answer) => Ok(Prior::Answered(replay(answer, Some(&claim))?)),
         None => Ok(Prior::Fresh(Some(claim))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_ttl_keeps_every_record_instead_of_wrapping() {
+        let key = IdempotencyKey("k".into());
+        let claim = key.claim([0; 32], Duration::from_secs(u64::MAX));
+        assert!(claim.not_before <= claim.now, "{claim:?}");
+        assert_eq!(claim.not_before, claim.now.saturating_sub(i64::MAX));
     }
 }

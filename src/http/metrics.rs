@@ -52,10 +52,28 @@ pub fn spawn_upkeep() {
     });
 }
 
+/// A method as a label: the standard ones by name, any other token (a client may send any) as
+/// `other`, so no request can add label values.
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method as M;
+    match *method {
+        M::GET => "GET",
+        M::POST => "POST",
+        M::PATCH => "PATCH",
+        M::PUT => "PUT",
+        M::DELETE => "DELETE",
+        M::HEAD => "HEAD",
+        M::OPTIONS => "OPTIONS",
+        M::TRACE => "TRACE",
+        M::CONNECT => "CONNECT",
+        _ => "other",
+    }
+}
+
 /// Counts and times every request by route and status, and bounds its duration.
 pub async fn track(req: Request, next: Next, timeout: Duration) -> Response {
     let start = Instant::now();
-    let method = req.method().as_str().to_owned();
+    let method = method_label(req.method());
     let route = req
         .extensions()
         .get::<MatchedPath>()
@@ -65,7 +83,11 @@ pub async fn track(req: Request, next: Next, timeout: Duration) -> Response {
         Err(_) => Error::Timeout.into_response(),
     };
     let status = response.status().as_u16().to_string();
-    let labels = [("route", route), ("method", method), ("status", status)];
+    let labels = [
+        ("route", route),
+        ("method", method.to_owned()),
+        ("status", status),
+    ];
     metrics::counter!("gatekeeper_http_requests_total", &labels).increment(1);
     metrics::histogram!("gatekeeper_http_request_duration_seconds", &labels)
         .record(start.elapsed().as_secs_f64());

@@ -47,9 +47,9 @@ impl RateLimiter {
             bucket.tokens -= 1.0;
             Ok(())
         } else {
-            Err(Duration::from_secs_f64(
-                (1.0 - bucket.tokens) / self.per_second,
-            ))
+            // A tiny rate makes this wait huge: never a panic.
+            let wait = (1.0 - bucket.tokens) / self.per_second;
+            Err(Duration::try_from_secs_f64(wait).unwrap_or(Duration::MAX))
         }
     }
 }
@@ -88,5 +88,14 @@ mod tests {
     #[test]
     fn a_zero_rate_means_no_limit() {
         assert!(RateLimiter::new(0.0, 10).is_none());
+    }
+
+    #[test]
+    fn a_tiny_rate_answers_a_long_wait_instead_of_panicking() {
+        let limiter = RateLimiter::new(1e-300, 1).unwrap();
+        let a = TenantId::parse("a").unwrap();
+        let now = Instant::now();
+        assert!(limiter.check(&a, now).is_ok());
+        assert_eq!(limiter.check(&a, now).unwrap_err(), Duration::MAX);
     }
 }

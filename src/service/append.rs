@@ -68,11 +68,13 @@ impl<S: Store> Service<S> {
         let appended = plan.rank(&seen, self.policy.anchor_count);
         if !appended.new.is_empty() {
             tx.insert_turns(tenant, conversation, &appended).await?;
-            if let Some(claim) = claim {
-                let answer = AppendTurnsResponse::from_plan(conversation.as_str(), &appended);
-                let body = serde_json::to_vec(&answer).map_err(store::Error::invariant)?;
-                tx.record_answer(tenant, claim, 201, &body).await?;
-            }
+        }
+        if let Some(claim) = claim {
+            // A batch of replays is answered (and recorded) 200: the key is spent either way.
+            let status = if appended.new.is_empty() { 200 } else { 201 };
+            let answer = AppendTurnsResponse::from_plan(conversation.as_str(), &appended);
+            let body = serde_json::to_vec(&answer).map_err(store::Error::invariant)?;
+            tx.record_answer(tenant, claim, status, &body).await?;
         }
         tx.commit().await?;
         Ok(Reply::New(appended))

@@ -15,7 +15,7 @@ pub use propose::Proposed;
 use crate::append::AppendConflict;
 use crate::coverage::{IdRanges, Policy, ProposalError};
 use crate::domain::{ConversationId, ExpectedCheckpoint};
-use crate::store::{self, IdempotencyClaim, Store, StoredAnswer};
+use crate::store::{self, IdempotencyClaim, Store, StoredAnswer, WriteTx};
 use crate::tokens::TokenCounter;
 use std::time::Instant;
 
@@ -42,6 +42,25 @@ impl<S: Store> Service<S> {
 
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+}
+
+impl<S: Store> Service<S> {
+    /// Records the answer to a request that changed nothing else (a dry run, a batch of
+    /// replays), so its key cannot be used again for another request.
+    async fn record_alone(
+        &self,
+        tenant: &crate::domain::TenantId,
+        claim: &IdempotencyClaim,
+        (status, body): (u16, Vec<u8>),
+    ) -> Result<Reply<()>> {
+        let mut tx = self.store.begin().await?;
+        if let Some(answer) = tx.find_answer(tenant, &claim.key, claim.not_before).await? {
+            return Ok(Reply::Stored(answer));
+        }
+        tx.record_answer(tenant, claim, status, &body).await?;
+        tx.commit().await?;
+        Ok(Reply::New(()))
     }
 }
 

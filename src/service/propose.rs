@@ -65,8 +65,17 @@ impl<S: Store> Service<S> {
             .await?;
         let (proposal, decision) = self.decide(proposal, facts).await?;
         if dry_run {
+            if let Some(claim) = claim {
+                let body = answer_body(conversation, &decision.verdict, None, true)?;
+                let recorded = self.record_alone(tenant, claim, body).await;
+                if let Reply::Stored(answer) =
+                    answer_after_race(&self.store, tenant, Some(claim), recorded).await?
+                {
+                    return Ok(Reply::Stored(answer));
+                }
+            }
             return Ok(Reply::New(proposed(
-                conversation,
+                (tenant, conversation),
                 decision.verdict,
                 None,
                 true,
@@ -81,7 +90,9 @@ impl<S: Store> Service<S> {
         let persisted = self.persist(tenant, conversation, decided, claim).await;
         Ok(
             match answer_after_race(&self.store, tenant, claim, persisted).await? {
-                Reply::New((verdict, id)) => Reply::New(proposed(conversation, verdict, id, false)),
+                Reply::New((verdict, id)) => {
+                    Reply::New(proposed((tenant, conversation), verdict, id, false))
+                }
                 Reply::Stored(answer) => Reply::Stored(answer),
             },
         )
@@ -146,6 +157,10 @@ impl<S: Store> Service<S> {
             // The churn guard's memory: one more rejection from `from`.
             tx.count_rejection(tenant, conversation, verdict.from)
                 .await?;
+            if let Some(claim) = claim {
+                let (status, body) = answer_body(conversation, &verdict, None, false)?;
+                tx.record_answer(tenant, claim, status, &body).await?;
+            }
             tx.commit().await?;
             return Ok(Reply::New((verdict, None)));
         }
@@ -163,15 +178,8 @@ impl<S: Store> Service<S> {
         tx.insert_checkpoint(tenant, conversation, &checkpoint)
             .await?;
         if let Some(claim) = claim {
-            // Exactly the body the client is answered with.
-            let answer = VerdictResponse {
-                conversation: conversation.to_string(),
-                checkpoint_id: Some(checkpoint_id),
-                dry_run: false,
-                verdict: verdict.clone(),
-            };
-            let body = serde_json::to_vec(&answer).map_err(store::Error::invariant)?;
-            tx.record_answer(tenant, claim, 201, &body).await?;
+            let (status, body) = answer_body(conversation, &verdict, Some(checkpoint_id), false)?;
+            tx.record_answer(tenant, claim, status, &body).await?;
         }
         tx.commit().await?;
         Ok(Reply::New((verdict, Some(checkpoint_id))))
@@ -190,6 +198,28 @@ impl<S: Store> Service<S> {
     }
 }
 
+/// What the client is answered, as an Idempotency-Key records it: 201 persisted, 200 a dry run,
+/// 422 (problem+json) rejected.
+fn answer_body(
+    conversation: &ConversationId,
+    verdict: &Verdict,
+    checkpoint_id: Option<i64>,
+    dry_run: bool,
+) -> Result<(u16, Vec<u8>)> {
+    let response = VerdictResponse {
+        conversation: conversation.to_string(),
+        checkpoint_id,
+        dry_run,
+        verdict: verdict.clone(),
+    };
+    let (status, body) = match (verdict.outcome, dry_run) {
+        (Outcome::Rejected, _) => (422, serde_json::to_vec(&response.rejection_problem())),
+        (_, true) => (200, serde_json::to_vec(&response)),
+        (_, false) => (201, serde_json::to_vec(&response)),
+    };
+    Ok((status, body.map_err(store::Error::invariant)?))
+}
+
 /// A decision made before the lock, and what it was made against.
 struct Decided {
     proposal: Proposal,
@@ -199,12 +229,12 @@ struct Decided {
 }
 
 fn proposed(
-    conversation: &ConversationId,
+    on: (&TenantId, &ConversationId),
     verdict: Verdict,
     checkpoint_id: Option<i64>,
     dry_run: bool,
 ) -> Proposed {
-    record(conversation, checkpoint_id, &verdict, dry_run);
+    record(on, checkpoint_id, &verdict, dry_run);
     Proposed {
         verdict,
         checkpoint_id,
@@ -213,7 +243,12 @@ fn proposed(
 }
 
 /// Every decision is loud: one log event and the counters, whatever the outcome.
-fn record(conversation: &ConversationId, checkpoint_id: Option<i64>, v: &Verdict, dry_run: bool) {
+fn record(
+    (tenant, conversation): (&TenantId, &ConversationId),
+    checkpoint_id: Option<i64>,
+    v: &Verdict,
+    dry_run: bool,
+) {
     if !dry_run {
         metrics::counter!("gatekeeper_compactions_total", "outcome" => v.outcome.as_str())
             .increment(1);
@@ -242,6 +277,7 @@ fn record(conversation: &ConversationId, checkpoint_id: Option<i64>, v: &Verdict
     macro_rules! event {
         ($level:ident) => {
             tracing::$level!(
+                tenant = %tenant,
                 conversation = %conversation,
                 checkpoint = ?checkpoint_id,
                 outcome = v.outcome.as_str(),

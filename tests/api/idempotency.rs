@@ -258,3 +258,78 @@ async fn an_expired_key_is_forgotten() {
     let again = expect(again, StatusCode::CREATED).await;
     assert_eq!(again["checkpoint_id"], 2);
 }
+
+/// Whether the answer carries `Idempotent-Replayed: true`.
+fn replayed(response: &reqwest::Response) -> bool {
+    response.headers().get("idempotent-replayed").is_some()
+}
+
+#[tokio::test]
+async fn a_key_whose_batch_was_all_replays_is_spent_and_refuses_another_body() {
+    let app = spawn_app().await;
+    seeded(&app, "c").await;
+    let path = "/v1/conversations/c/turns";
+    let again = json!({ "turns": [tau_turns(4)[0].clone()] });
+    let mut replay = again.clone();
+    replay["turns"][0]["id"] = json!(0);
+    replay["turns"][0]["anchors"] = json!(["K0-000"]);
+    let first = post_with_key(&app, path, "replays-1", &replay).await;
+    assert!(!replayed(&first));
+    let first = expect(first, StatusCode::OK).await;
+    assert_eq!(first["appended"], 0);
+    let retried = post_with_key(&app, path, "replays-1", &replay).await;
+    assert!(replayed(&retried));
+    assert_eq!(expect(retried, StatusCode::OK).await, first);
+    // The same key with a batch that would append: refused, nothing written.
+    let other = post_with_key(&app, path, "replays-1", &again).await;
+    problem(other, StatusCode::UNPROCESSABLE_ENTITY).await;
+    let (_, conversation) = app.snapshot("c").await;
+    assert_eq!(conversation["next_id"], 4);
+}
+
+#[tokio::test]
+async fn a_key_whose_proposal_was_rejected_replays_the_rejection_and_refuses_another_body() {
+    let app = spawn_app().await;
+    seeded(&app, "c").await;
+    let path = "/v1/conversations/c/compactions";
+    let rejected =
+        json!({ "from": 0, "to": 3, "summary": "nothing of note", "summary_budget": 4096 });
+    let first = post_with_key(&app, path, "rejected-1", &rejected).await;
+    assert!(!replayed(&first));
+    let first = problem(first, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert_eq!(first["outcome"], "rejected");
+    let retried = post_with_key(&app, path, "rejected-1", &rejected).await;
+    assert!(replayed(&retried));
+    assert_eq!(
+        problem(retried, StatusCode::UNPROCESSABLE_ENTITY).await,
+        first
+    );
+    // A proposal that would persist, under the spent key: refused, no checkpoint.
+    let other = post_with_key(&app, path, "rejected-1", &proposal()).await;
+    let other = problem(other, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert_eq!(other["field"], "Idempotency-Key");
+    let (_, conversation) = app.snapshot("c").await;
+    assert_eq!(conversation["checkpoints"], 0);
+}
+
+#[tokio::test]
+async fn a_key_whose_proposal_was_a_dry_run_is_spent_too() {
+    let app = spawn_app().await;
+    seeded(&app, "c").await;
+    let path = "/v1/conversations/c/compactions";
+    let mut dry = proposal();
+    dry["dry_run"] = json!(true);
+    let first = expect(
+        post_with_key(&app, path, "dry-1", &dry).await,
+        StatusCode::OK,
+    )
+    .await;
+    let retried = post_with_key(&app, path, "dry-1", &dry).await;
+    assert!(replayed(&retried));
+    assert_eq!(expect(retried, StatusCode::OK).await, first);
+    let other = post_with_key(&app, path, "dry-1", &proposal()).await;
+    let other = problem(other, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert_eq!(other["field"], "Idempotency-Key");
+    let (_, conversation) = app.snapshot("c").await;
+    assert_eq!(conversation["checkpoints"], 0);
+}

@@ -7,6 +7,7 @@ use gatekeeper_test_support::db as test_db;
 mod advice;
 mod appends;
 mod auth;
+mod bounded_cost;
 mod compactions;
 mod concurrency;
 mod context_plan;

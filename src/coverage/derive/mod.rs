@@ -132,10 +132,28 @@ struct Candidate<'a> {
 /// and can be matched on word boundaries.
 fn ranked<'a>(
     content: &str,
-    mut candidates: Vec<Candidate<'a>>,
+    candidates: Vec<Candidate<'a>>,
     keep: impl Fn(&Candidate<'a>) -> bool,
     limit: usize,
 ) -> Vec<Candidate<'a>> {
+    ranked_counting(content, candidates, keep, limit, &mut 0)
+}
+
+/// Owned candidates (unescaped strings, rendered numbers) looked for in the content and not
+/// found, after which no further owned candidate is looked for. Each look scans the content, so
+/// without this bound a turn of many numbers written otherwise than serde renders them (`1e5`,
+/// rendered `100000.0`) cost content × candidates: 6.3 s for 200,000 of them.
+const MAX_VERBATIM_MISSES: usize = 32;
+
+/// [`ranked`], counting in `scans` how many times the content was searched.
+fn ranked_counting<'a>(
+    content: &str,
+    mut candidates: Vec<Candidate<'a>>,
+    keep: impl Fn(&Candidate<'a>) -> bool,
+    limit: usize,
+    scans: &mut usize,
+) -> Vec<Candidate<'a>> {
+    let mut misses = 0;
     // `order` makes every key distinct, so the unstable sort is deterministic.
     candidates.sort_unstable_by_key(|c| c.rank);
     let mut kept = Vec::with_capacity(limit.min(candidates.len()));
@@ -147,10 +165,15 @@ fn ranked<'a>(
         if !keep(&candidate) {
             continue;
         }
-        if let Cow::Owned(text) = &candidate.text
-            && !content.contains(text.as_str())
-        {
-            continue;
+        if let Cow::Owned(text) = &candidate.text {
+            if misses == MAX_VERBATIM_MISSES {
+                continue;
+            }
+            *scans += 1;
+            if !content.contains(text.as_str()) {
+                misses += 1;
+                continue;
+            }
         }
         let key = if candidate.text.is_ascii() {
             // Trimmed to alphanumeric ends already; NFKC leaves ASCII as it is.
@@ -273,4 +296,23 @@ fn is_quoted_key(content: &str, start: usize, end: usize) -> bool {
         && content[end..]
             .strip_prefix('"')
             .is_some_and(|rest| rest.trim_start().starts_with(':'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_written_otherwise_than_rendered_are_looked_for_a_bounded_number_of_times() {
+        // 20,000 numbers in exponent form: serde renders each `100000.0`, never in the content.
+        let content = format!("[{}]", vec!["1e5"; 20_000].join(","));
+        for limit in [4, 16, 32] {
+            let mut scans = 0;
+            let candidates = candidates_of(&content, AnchorSource::ToolOutput);
+            assert!(candidates.len() >= 20_000, "{}", candidates.len());
+            let kept = ranked_counting(&content, candidates, |_| true, limit, &mut scans);
+            assert_eq!(kept.len(), 0, "limit {limit}");
+            assert_eq!(scans, MAX_VERBATIM_MISSES, "limit {limit}");
+        }
+    }
 }
