@@ -73,6 +73,19 @@ pub struct ServeConfig {
     #[arg(long, env = "GATEKEEPER_RATE_LIMIT_BURST", default_value_t = 50)]
     pub rate_limit_burst: u32,
 
+    /// Requests served at once, all tenants together; past it, 503 with Retry-After.
+    #[arg(long, env = "GATEKEEPER_MAX_IN_FLIGHT", default_value_t = 256)]
+    pub max_in_flight: usize,
+
+    /// Requests one tenant may have served at once; past it, 503 with Retry-After, and other
+    /// tenants are not slowed.
+    #[arg(
+        long,
+        env = "GATEKEEPER_MAX_IN_FLIGHT_PER_TENANT",
+        default_value_t = 64
+    )]
+    pub max_in_flight_per_tenant: usize,
+
     /// MiB of memory for cached reconstruct answers; 0 to read every answer from the database.
     #[arg(long, env = "GATEKEEPER_RECONSTRUCT_CACHE_MIB", default_value_t = 64)]
     pub reconstruct_cache_mib: u64,
@@ -292,6 +305,9 @@ impl ServeConfig {
                 "the Idempotency-Key TTL must be between 1 and {MAX_IDEMPOTENCY_TTL_SECS} seconds (ten years), got {}",
                 self.idempotency_ttl_secs
             ));
+        }
+        if self.max_in_flight == 0 || self.max_in_flight_per_tenant == 0 {
+            return Err("the in-flight request limits must be positive".into());
         }
         if self.database.pool_size == 0 {
             return Err("the database pool size must be positive".into());

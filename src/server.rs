@@ -1,6 +1,7 @@
 //! Starting and stopping: state from configuration, serving on a given listener, draining.
 
 use crate::config::{LogFormat, ServeConfig};
+use crate::http::admission::Admission;
 use crate::http::rate_limit::RateLimiter;
 use crate::http::reconstruct_cache::ReconstructCache;
 use crate::http::{AppState, router};
@@ -33,6 +34,11 @@ impl<S: Store> AppState<S> {
                 .map(Arc::new),
             idempotency_ttl: Duration::from_secs(config.idempotency_ttl_secs),
             draining: Arc::new(AtomicBool::new(false)),
+            readiness: Arc::default(),
+            admission: Arc::new(Admission::new(
+                config.max_in_flight,
+                config.max_in_flight_per_tenant,
+            )),
         })
     }
 }
@@ -53,6 +59,14 @@ pub async fn serve<S: Store>(
             store.follow_checkpoints(|event| cache.on_feed(event)).await;
         }))
     });
+    // Ready or not from the first request on; then kept by a probe, not by `/readyz` itself.
+    state.readiness.probe(state.service.store()).await;
+    let _probe = {
+        let (readiness, store) = (state.readiness.clone(), state.service.store().clone());
+        AbortOnDrop(tokio::spawn(
+            async move { readiness.keep_probing(store).await },
+        ))
+    };
     let draining = state.draining.clone();
     let (started_draining, drain_started) = tokio::sync::oneshot::channel::<()>();
     let server = axum::serve(listener, router(state))

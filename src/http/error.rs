@@ -53,6 +53,9 @@ pub enum Error {
     TooManyRequests(std::time::Duration),
     #[error("request timed out")]
     Timeout,
+    /// Too many requests in flight (all tenants, or this one): shed before any work.
+    #[error("{0}")]
+    Overloaded(String),
     #[error("internal error: {0:#}")]
     Internal(#[from] anyhow::Error),
 }
@@ -189,7 +192,9 @@ impl Error {
             Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::Conflict { .. } => StatusCode::CONFLICT,
             Error::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
-            Error::Unavailable(_) | Error::Timeout => StatusCode::SERVICE_UNAVAILABLE,
+            Error::Unavailable(_) | Error::Timeout | Error::Overloaded(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -208,6 +213,7 @@ impl Error {
             Error::Conflict { .. } => "conflict",
             Error::TooManyRequests(_) => "rate-limited",
             Error::Unavailable(_) | Error::Timeout => "unavailable",
+            Error::Overloaded(_) => "overloaded",
             Error::Internal(_) => "internal",
         }
     }

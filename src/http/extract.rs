@@ -1,15 +1,14 @@
 //! Extractors that turn every rejection into our problem+json, and the tenant from the key.
 
+use super::Error;
 use super::openapi::ConversationPath;
 use super::strict_json::StrictValue;
-use super::{AppState, Error};
 use crate::domain::{ConversationId, TenantId};
-use crate::store::Store;
 use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
-use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -188,38 +187,19 @@ impl<S: Send + Sync> FromRequestParts<S> for Conversation {
     }
 }
 
-/// The tenant the request's bearer key belongs to (or the single tenant when no keys are set).
+/// The tenant the request's bearer key belongs to (or the single tenant when no keys are set),
+/// as admission found it ([`super::admission::admit`] runs before every `/v1` handler).
 pub struct Tenant(pub TenantId);
 
-impl<S: Store> FromRequestParts<AppState<S>> for Tenant {
+impl<S: Send + Sync> FromRequestParts<S> for Tenant {
     type Rejection = Error;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState<S>,
-    ) -> Result<Self, Self::Rejection> {
-        if state.keys.is_empty() {
-            return Ok(Self(TenantId::single()));
-        }
-        let presented = parts
-            .headers
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            // The scheme is case-insensitive (RFC 9110 §11.1).
-            .and_then(|v| v.split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, key)| key.trim())
-            .ok_or(Error::Unauthorized)?;
-        let tenant = state
-            .keys
-            .tenant_for(presented)
-            .ok_or(Error::Unauthorized)?;
-        // Rate limits are per tenant, so only keyed services have them.
-        if let Some(limiter) = &state.rate_limiter
-            && let Err(wait) = limiter.check(&tenant, std::time::Instant::now())
-        {
-            return Err(Error::TooManyRequests(wait));
-        }
-        Ok(Self(tenant))
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<TenantId>()
+            .cloned()
+            .map(Self)
+            .ok_or(Error::Unauthorized)
     }
 }

@@ -1,5 +1,6 @@
 //! The HTTP service: state, router and the layers around it.
 
+pub mod admission;
 pub mod error;
 mod extract;
 pub(crate) mod handlers;
@@ -7,6 +8,7 @@ pub mod idempotency;
 pub mod metrics;
 pub mod openapi;
 pub mod rate_limit;
+pub mod readiness;
 pub mod reconstruct_cache;
 mod strict_json;
 
@@ -39,6 +41,8 @@ pub struct AppState<S> {
     pub limits: Limits,
     pub max_body_bytes: usize,
     pub request_timeout: Duration,
+    /// In-flight request bounds, overall and per tenant.
+    pub admission: Arc<admission::Admission>,
     /// Per-tenant request rate limit; `None` (the default) for none.
     pub rate_limiter: Option<Arc<rate_limit::RateLimiter>>,
     /// Reconstruct answers in memory; `None` to always ask the database.
@@ -47,6 +51,8 @@ pub struct AppState<S> {
     pub idempotency_ttl: Duration,
     /// Set when shutdown starts: `/readyz` turns unready so traffic moves elsewhere.
     pub draining: Arc<AtomicBool>,
+    /// The background probe's last verdict on the database, which `/readyz` answers.
+    pub readiness: Arc<readiness::Readiness>,
 }
 
 impl<S> AppState<S> {
@@ -86,6 +92,10 @@ pub fn router<S: Store>(state: AppState<S>) -> Router {
             &format!("{conversation}/compaction-plan"),
             get(reads::compaction_plan::<S>),
         )
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            admission::admit::<S>,
+        ))
         .layer(DefaultBodyLimit::max(state.max_body_bytes));
     let timeout = state.request_timeout;
     Router::new()

@@ -2,7 +2,9 @@
 //! before the work.
 
 use crate::support::*;
+use gatekeeper::config::ServeConfig;
 use reqwest::{Method, StatusCode};
+use serde_json::json;
 
 #[tokio::test]
 async fn requests_with_unknown_methods_add_no_metric_labels() {
@@ -14,7 +16,12 @@ async fn requests_with_unknown_methods_add_no_metric_labels() {
         .send()
         .await
         .unwrap();
-    let series = |text: &str| text.lines().filter(|l| !l.starts_with('#')).count();
+    // Only `/healthz`'s series: other tests of this process add their own meanwhile.
+    let series = |text: &str| {
+        text.lines()
+            .filter(|l| !l.starts_with('#') && l.contains("route=\"/healthz\""))
+            .count()
+    };
     app.metrics_text().await; // the scrape's own series
     let before = app.metrics_text().await;
     for i in 0..300 {
@@ -35,4 +42,126 @@ async fn requests_with_unknown_methods_add_no_metric_labels() {
         series(&after) - series(&before)
     );
     assert!(metric(&after, "gatekeeper_http_requests_total{method=\"other\"}") >= 300.0);
+}
+
+#[tokio::test]
+async fn readyz_answers_from_the_probe_without_a_connection_of_its_own() {
+    let app = spawn_app().await;
+    expect(app.get("/readyz").await, StatusCode::OK).await;
+    // Every pooled connection busy (the test database's pool holds 5): a `/readyz` that queried
+    // would wait for one, and a flood of them would keep tenants waiting too.
+    let held: Vec<Box<dyn Send>> = match &app.store {
+        AnyStore::Postgres(pg) => hold(pg.pool(), 5).await,
+        AnyStore::Sqlite(lite) => hold(lite.pool(), 5).await,
+    };
+    assert_eq!(held.len(), 5);
+    let answers = readyz_flood(&app).await;
+    assert!(answers.iter().all(|s| *s == 200), "{answers:?}");
+}
+
+async fn hold<DB: sqlx::Database>(pool: &sqlx::Pool<DB>, n: usize) -> Vec<Box<dyn Send>> {
+    let mut held: Vec<Box<dyn Send>> = Vec::new();
+    for _ in 0..n {
+        held.push(Box::new(pool.acquire().await.unwrap()));
+    }
+    held
+}
+
+/// 100 concurrent `/readyz`, each given 1 s (a query would wait 10 s for a connection).
+async fn readyz_flood(app: &TestApp) -> Vec<u16> {
+    let requests = (0..100).map(|_| {
+        let (client, url) = (app.client.clone(), app.url("/readyz"));
+        tokio::spawn(async move {
+            let response = client
+                .get(url)
+                .timeout(std::time::Duration::from_secs(1))
+                .send()
+                .await;
+            response.map_or(0, |r| r.status().as_u16())
+        })
+    });
+    let mut statuses = Vec::new();
+    for request in requests.collect::<Vec<_>>() {
+        statuses.push(request.await.unwrap());
+    }
+    statuses
+}
+
+const KEYS: &str = "a:tenant-a-key-0123456789,b:tenant-b-key-0123456789";
+
+/// Tenant a's append to "c" waiting for the conversation's lock, held from outside: one of a's
+/// requests in flight for as long as the test likes.
+async fn one_request_of_a_in_flight(app: &TestApp) -> (HeldLock, tokio::task::JoinHandle<u16>) {
+    let a = app.with_key("tenant-a-key-0123456789");
+    expect(
+        a.append("c", json!(tau_turns(2))).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let lock = HeldLock::take(&app.store, "a", "c").await;
+    let waiting =
+        tokio::spawn(async move { a.append("c", json!(tau_turns(1))).await.status().as_u16() });
+    lock.wait_for_waiters(1).await;
+    (lock, waiting)
+}
+
+#[tokio::test]
+async fn a_tenant_at_its_in_flight_limit_is_shed_with_503_and_other_tenants_are_served() {
+    let app = spawn_app_with(ServeConfig {
+        api_keys: Some(KEYS.into()),
+        max_in_flight_per_tenant: 1,
+        ..Default::default()
+    })
+    .await;
+    let (lock, waiting) = one_request_of_a_in_flight(&app).await;
+    let a = app.with_key("tenant-a-key-0123456789");
+    let shed = a.get("/v1/conversations/c").await;
+    assert_eq!(
+        shed.headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("1")
+    );
+    let shed = problem(shed, StatusCode::SERVICE_UNAVAILABLE).await;
+    assert_eq!(shed["type"], "urn:gatekeeper:problem:overloaded");
+    let b = app.with_key("tenant-b-key-0123456789");
+    // b is admitted (a read: on SQLite the held lock is the whole database's write lock).
+    problem(b.get("/v1/conversations/d").await, StatusCode::NOT_FOUND).await;
+    lock.release().await;
+    assert_eq!(
+        waiting.await.unwrap(),
+        201,
+        "the admitted request completes"
+    );
+    let (status, conversation) = a.snapshot("c").await;
+    assert_eq!(
+        (status, &conversation["next_id"]),
+        (StatusCode::OK, &json!(3))
+    );
+    let metrics = app.metrics_text().await;
+    assert!(metric(&metrics, "gatekeeper_requests_shed_total{scope=\"tenant\"}") >= 1.0);
+}
+
+#[tokio::test]
+async fn the_service_at_its_overall_in_flight_limit_sheds_every_tenant() {
+    let app = spawn_app_with(ServeConfig {
+        api_keys: Some(KEYS.into()),
+        max_in_flight: 1,
+        ..Default::default()
+    })
+    .await;
+    let (lock, waiting) = one_request_of_a_in_flight(&app).await;
+    let b = app.with_key("tenant-b-key-0123456789");
+    let shed = problem(
+        b.get("/v1/conversations/d").await,
+        StatusCode::SERVICE_UNAVAILABLE,
+    )
+    .await;
+    assert_eq!(shed["type"], "urn:gatekeeper:problem:overloaded");
+    // Probes and scrapes are not requests of a tenant: they stay answered.
+    expect(app.get("/healthz").await, StatusCode::OK).await;
+    expect(app.get("/readyz").await, StatusCode::OK).await;
+    lock.release().await;
+    assert_eq!(waiting.await.unwrap(), 201);
+    problem(b.get("/v1/conversations/d").await, StatusCode::NOT_FOUND).await;
 }

@@ -6,7 +6,6 @@ use crate::support::*;
 use gatekeeper::domain::TenantId;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use std::time::Duration;
 
 /// A summary holding every anchor the plan names for turns 0..=2 of "c", none pinned yet.
 async fn covering_summary(app: &TestApp) -> String {
@@ -26,62 +25,16 @@ async fn covering_summary(app: &TestApp) -> String {
 async fn propose_while_locked(
     app: &TestApp,
     bodies: Vec<Value>,
-    change: &[&str],
+    change: &[&'static str],
 ) -> Vec<(StatusCode, Value)> {
-    let tenant = TenantId::single();
-    match &app.store {
-        AnyStore::Postgres(pg) => {
-            let mut tx = pg.pool().begin().await.unwrap();
-            sqlx::query(
-                "SELECT 1 FROM conversations WHERE tenant = $1 AND conversation = 'c' FOR UPDATE",
-            )
-            .bind(tenant.as_str())
-            .execute(&mut *tx)
-            .await
-            .unwrap();
-            let proposals: Vec<_> = bodies.into_iter().map(|b| in_background(app, b)).collect();
-            // Until every proposal, decided, waits for the row lock.
-            let mut waited = false;
-            for _ in 0..500 {
-                let n: i64 = sqlx::query_scalar(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-                     AND wait_event_type = 'Lock'",
-                )
-                .fetch_one(pg.pool())
-                .await
-                .unwrap();
-                if n as usize == proposals.len() {
-                    waited = true;
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            assert!(waited, "the proposals reached the lock within 5 s");
-            for sql in change {
-                sqlx::query(sqlx::AssertSqlSafe(*sql))
-                    .execute(&mut *tx)
-                    .await
-                    .unwrap();
-            }
-            tx.commit().await.unwrap();
-            answers(proposals).await
-        }
-        AnyStore::Sqlite(lite) => {
-            let mut tx = lite.pool().begin_with("BEGIN IMMEDIATE").await.unwrap();
-            let proposals: Vec<_> = bodies.into_iter().map(|b| in_background(app, b)).collect();
-            // SQLite cannot show a waiter: give the proposal time to decide and reach BEGIN
-            // IMMEDIATE (it waits up to the 10 s busy timeout there).
-            tokio::time::sleep(Duration::from_secs(2)).await;
-            for sql in change {
-                sqlx::query(sqlx::AssertSqlSafe(*sql))
-                    .execute(&mut *tx)
-                    .await
-                    .unwrap();
-            }
-            tx.commit().await.unwrap();
-            answers(proposals).await
-        }
+    let mut lock = HeldLock::take(&app.store, TenantId::single().as_str(), "c").await;
+    let proposals: Vec<_> = bodies.into_iter().map(|b| in_background(app, b)).collect();
+    lock.wait_for_waiters(proposals.len()).await;
+    for sql in change {
+        lock.execute(sql).await;
     }
+    lock.release().await;
+    answers(proposals).await
 }
 
 fn in_background(app: &TestApp, body: Value) -> tokio::task::JoinHandle<(StatusCode, Value)> {

@@ -440,7 +440,6 @@ async fn a_database_fault_is_503_never_404() {
         "/v1/conversations/c",
         "/v1/conversations/c/context",
         "/v1/conversations/c/compactions",
-        "/readyz",
     ] {
         let response = app.get(path).await;
         assert_eq!(
@@ -463,6 +462,23 @@ async fn a_database_fault_is_503_never_404() {
         StatusCode::SERVICE_UNAVAILABLE,
     )
     .await;
+    // `/readyz` answers the background probe's verdict: unready within its period.
+    let mut ready = app.get("/readyz").await;
+    for _ in 0..40 {
+        if ready.status() == StatusCode::SERVICE_UNAVAILABLE {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        ready = app.get("/readyz").await;
+    }
+    assert_eq!(
+        ready
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("1")
+    );
+    problem(ready, StatusCode::SERVICE_UNAVAILABLE).await;
     expect(app.get("/healthz").await, StatusCode::OK).await;
 }
 

@@ -37,13 +37,10 @@ pub async fn readyz<S: Store>(State(state): State<AppState<S>>) -> Result<Json<S
     if state.is_draining() {
         return Err(Error::Unavailable("draining: shutdown has begun".into()));
     }
-    match state.service.store().ready().await {
-        Ok(true) => Ok(Json(Status {
-            status: "ready".into(),
-        })),
-        Ok(false) => Err(Error::Unavailable("migrations are not applied yet".into())),
-        Err(e) => Err(Error::Unavailable(e.to_string())),
-    }
+    state.readiness.check().map_err(Error::Unavailable)?;
+    Ok(Json(Status {
+        status: "ready".into(),
+    }))
 }
 
 #[utoipa::path(
