@@ -4,6 +4,7 @@ use crate::coverage::derive::DEFAULT_ANCHOR_COUNT;
 use crate::coverage::profile::MAX_CANDIDATES;
 use crate::coverage::{AnchorRule, CompressionRatio, Mode, Policy};
 use crate::domain::{Limits, TenantId};
+use crate::store::FeedHeartbeat;
 use crate::tokens::Tokenizer;
 use clap::{Args, ValueEnum};
 use sha2::{Digest, Sha256};
@@ -138,6 +139,17 @@ pub struct DatabaseConfig {
     /// Seconds to keep retrying at start while Postgres is not up yet.
     #[arg(long, env = "GATEKEEPER_DB_STARTUP_WAIT_SECS", default_value_t = 60)]
     pub startup_wait_secs: u64,
+
+    /// Postgres: seconds without a message after which the checkpoint feed checks that its
+    /// connection still answers (`SELECT 1` on it).
+    #[arg(long, env = "GATEKEEPER_DB_FEED_HEARTBEAT_SECS", default_value_t = 5)]
+    pub feed_heartbeat_secs: u64,
+
+    /// Postgres: seconds the feed's check may take before its connection counts as dead (the
+    /// feed is then down and connects again). A dead feed is noticed within the heartbeat plus
+    /// this.
+    #[arg(long, env = "GATEKEEPER_DB_FEED_TIMEOUT_SECS", default_value_t = 5)]
+    pub feed_timeout_secs: u64,
 }
 
 #[derive(Clone, Args)]
@@ -240,6 +252,13 @@ impl DatabaseConfig {
     pub fn startup_wait(&self) -> Duration {
         Duration::from_secs(self.startup_wait_secs)
     }
+
+    pub fn feed_heartbeat(&self) -> FeedHeartbeat {
+        FeedHeartbeat {
+            every: Duration::from_secs(self.feed_heartbeat_secs),
+            timeout: Duration::from_secs(self.feed_timeout_secs),
+        }
+    }
 }
 
 impl ServeConfig {
@@ -312,6 +331,9 @@ impl ServeConfig {
         if self.database.pool_size == 0 {
             return Err("the database pool size must be positive".into());
         }
+        if self.database.feed_heartbeat_secs == 0 || self.database.feed_timeout_secs == 0 {
+            return Err("the feed heartbeat and the feed timeout must be positive".into());
+        }
         crate::store::Backend::of_url(&self.database.url())?;
         tracing_subscriber::EnvFilter::try_new(&self.log_level)
             .map_err(|e| format!("log level {:?} is not a valid filter: {e}", self.log_level))?;
@@ -325,6 +347,7 @@ impl fmt::Debug for ServeConfig {
             .field("listen", &self.listen)
             .field("database_url", &redact_url(&self.database.url()))
             .field("pool_size", &self.database.pool_size)
+            .field("feed_heartbeat", &self.database.feed_heartbeat())
             .field("api_keys", &self.api_keys.as_ref().map(|_| "<redacted>"))
             .field("api_keys_file", &self.api_keys_file)
             .field("default_mode", &self.decision.default_mode)

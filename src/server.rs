@@ -32,6 +32,7 @@ impl<S: Store> AppState<S> {
                 .map(Arc::new),
             reconstruct_cache: ReconstructCache::new(config.reconstruct_cache_mib * 1024 * 1024)
                 .map(Arc::new),
+            feed_heartbeat: config.database.feed_heartbeat(),
             idempotency_ttl: Duration::from_secs(config.idempotency_ttl_secs),
             draining: Arc::new(AtomicBool::new(false)),
             readiness: Arc::default(),
@@ -55,8 +56,11 @@ pub async fn serve<S: Store>(
     // Stopped with the server (dropping the guard aborts it).
     let _feed = state.reconstruct_cache.clone().map(|cache| {
         let store = state.service.store().clone();
+        let heartbeat = state.feed_heartbeat;
         AbortOnDrop(tokio::spawn(async move {
-            store.follow_checkpoints(|event| cache.on_feed(event)).await;
+            store
+                .follow_checkpoints(heartbeat, |event| cache.on_feed(event))
+                .await;
         }))
     });
     // Ready or not from the first request on; then kept by a probe, not by `/readyz` itself.

@@ -18,7 +18,7 @@ use crate::config::ApiKeys;
 use crate::coverage::Mode;
 use crate::domain::Limits;
 use crate::service::Service;
-use crate::store::Store;
+use crate::store::{FeedHeartbeat, Store};
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Request};
@@ -47,6 +47,8 @@ pub struct AppState<S> {
     pub rate_limiter: Option<Arc<rate_limit::RateLimiter>>,
     /// Reconstruct answers in memory; `None` to always ask the database.
     pub reconstruct_cache: Option<Arc<reconstruct_cache::ReconstructCache>>,
+    /// How the checkpoint feed that keeps `reconstruct_cache` true checks its connection.
+    pub feed_heartbeat: FeedHeartbeat,
     /// How long an Idempotency-Key's answer is kept.
     pub idempotency_ttl: Duration,
     /// Set when shutdown starts: `/readyz` turns unready so traffic moves elsewhere.

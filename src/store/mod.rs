@@ -22,6 +22,7 @@ use crate::domain::{ConversationId, TenantId};
 use chrono::{DateTime, Utc};
 use foldhash::HashMap;
 use std::future::Future;
+use std::time::Duration;
 
 /// What the service needs of a database: reads on the pool, and write transactions.
 ///
@@ -41,10 +42,13 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// Gives every turn stored before term profiles existed its profile, and rebuilds those
     /// conversations' candidate counts; returns how many turns it profiled. Run at start.
     fn backfill_profiles(&self) -> impl Future<Output = Result<u64>> + Send;
-    /// Reports checkpoints as they commit, in any process, until dropped. Returns at once,
-    /// having reported nothing, on a backend without a feed (SQLite): its callers keep checking.
+    /// Reports checkpoints as they commit, in any process, until dropped; a connection that
+    /// stops answering is reported [`FeedEvent::Lost`] within [`FeedHeartbeat::bound`]. Returns
+    /// at once, having reported nothing, on a backend without a feed (SQLite): its callers keep
+    /// checking.
     fn follow_checkpoints(
         &self,
+        heartbeat: FeedHeartbeat,
         on: impl FnMut(FeedEvent<'_>) + Send,
     ) -> impl Future<Output = ()> + Send;
 
@@ -363,6 +367,23 @@ pub struct ContextCheckpoint {
     pub covered: IdRanges,
     pub summary: String,
     pub summary_tokens: u32,
+}
+
+/// How a checkpoint feed makes sure its connection still answers. A connection can die without
+/// a word (the server's host gone, the network cut: no FIN, no RST) and would then look quiet,
+/// not dead; so after `every` without a message the feed asks the server a trivial query on that
+/// connection, which must answer within `timeout`, or the feed is lost and connects again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedHeartbeat {
+    pub every: Duration,
+    pub timeout: Duration,
+}
+
+impl FeedHeartbeat {
+    /// How long after its connection dies the feed reports it [`FeedEvent::Lost`], at most.
+    pub fn bound(&self) -> Duration {
+        self.every + self.timeout
+    }
 }
 
 /// What a store's checkpoint feed reports, for caches that must not outlive a checkpoint made

@@ -23,6 +23,10 @@ pub struct PgStore {
 }
 
 impl PgStore {
+    /// The `application_name` of each process's checkpoint feed connection, as
+    /// `pg_stat_activity` shows it.
+    pub const FEED_APPLICATION_NAME: &str = feed::APPLICATION_NAME;
+
     /// Connects, creating the database if it does not exist, and applies the migrations. While
     /// the server is not up yet (a container starting beside it), retries with backoff for up
     /// to `startup_wait`, saying what it waits for.

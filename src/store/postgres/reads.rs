@@ -7,8 +7,8 @@ use crate::domain::{ConversationId, TenantId};
 use crate::store::profiles::deciding_anchors;
 use crate::store::{
     Backend, CheckpointRow, ContextCheckpoint, ContextTurn, ConversationRow, Error, FeedEvent,
-    LatestCheckpoint, ReconstructRow, Result, SpanningCheckpoint, Store, StoredAnswer, StoredTurn,
-    decode,
+    FeedHeartbeat, LatestCheckpoint, ReconstructRow, Result, SpanningCheckpoint, Store,
+    StoredAnswer, StoredTurn, decode,
 };
 use sqlx::Row;
 use sqlx::types::Json;
@@ -50,8 +50,12 @@ impl Store for PgStore {
         super::backfill::run(&self.pool).await
     }
 
-    async fn follow_checkpoints(&self, on: impl FnMut(FeedEvent<'_>) + Send) {
-        super::feed::follow(&self.pool, on).await
+    async fn follow_checkpoints(
+        &self,
+        heartbeat: FeedHeartbeat,
+        on: impl FnMut(FeedEvent<'_>) + Send,
+    ) {
+        super::feed::follow(&self.pool, heartbeat, on).await
     }
 
     async fn stored_answer(

@@ -8,8 +8,8 @@ use crate::domain::{ConversationId, TenantId};
 use crate::store::profiles::deciding_anchors;
 use crate::store::{
     Backend, CheckpointRow, ContextCheckpoint, ContextTurn, ConversationRow, Error, FeedEvent,
-    LatestCheckpoint, ReconstructRow, Result, SpanningCheckpoint, Store, StoredAnswer, StoredTurn,
-    decode,
+    FeedHeartbeat, LatestCheckpoint, ReconstructRow, Result, SpanningCheckpoint, Store,
+    StoredAnswer, StoredTurn, decode,
 };
 use sqlx::Row;
 
@@ -46,7 +46,12 @@ impl Store for SqliteStore {
     }
 
     /// SQLite has no feed: callers keep checking.
-    async fn follow_checkpoints(&self, _on: impl FnMut(FeedEvent<'_>) + Send) {}
+    async fn follow_checkpoints(
+        &self,
+        _heartbeat: FeedHeartbeat,
+        _on: impl FnMut(FeedEvent<'_>) + Send,
+    ) {
+    }
 
     async fn stored_answer(
         &self,
