@@ -78,6 +78,9 @@ pub async fn admit<S: Store>(
         Err(e) => return e.into_response(),
     };
     request.extensions_mut().insert(tenant);
+    request
+        .extensions_mut()
+        .insert(super::extract::JsonBudget::for_limits(state.limits));
     next.run(request).await
 }
 

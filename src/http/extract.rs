@@ -2,7 +2,7 @@
 
 use super::Error;
 use super::openapi::ConversationPath;
-use super::strict_json::StrictValue;
+use super::strict_json::Strict;
 use crate::domain::{ConversationId, TenantId};
 use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -35,6 +35,10 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
                 "expected a body with `Content-Type: application/json`".into(),
             ));
         }
+        let budget = req
+            .extensions()
+            .get::<JsonBudget>()
+            .map_or(usize::MAX, |b| b.0);
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             match rejection.status() {
                 StatusCode::PAYLOAD_TOO_LARGE => Error::PayloadTooLarge(rejection.body_text()),
@@ -48,14 +52,32 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
         // instead grew the service's RSS by ~35 MiB over six 10,000-turn batches (glibc gives
         // each thread its own arena) and made no measurable difference to other requests'
         // latency (docs/performance.md, the stall line).
-        parse_body(&bytes)
+        parse_body(&bytes, budget)
     }
 }
 
-fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<ApiJson<T>, Error> {
+/// The most JSON values (objects, arrays, strings, numbers, …) a body of this service may hold,
+/// from the limits (turns per batch, anchors per turn); set by admission for every `/v1` route.
+#[derive(Debug, Clone, Copy)]
+pub struct JsonBudget(pub usize);
+
+impl JsonBudget {
+    pub fn for_limits(limits: crate::domain::Limits) -> Self {
+        // A turn is an object of at most 7 members plus its anchors; the rest of a body is small.
+        let per_turn = 16 + limits.max_anchors_per_turn;
+        Self(
+            limits
+                .max_batch_turns
+                .saturating_mul(per_turn)
+                .saturating_add(1024),
+        )
+    }
+}
+
+fn parse_body<T: DeserializeOwned>(bytes: &[u8], budget: usize) -> Result<ApiJson<T>, Error> {
     // Syntax first (400), then shape (422): a body that is not JSON at all is a different
     // mistake from JSON with a wrong member.
-    let mut value = parse_strict(bytes)?;
+    let mut value = parse_strict(bytes, budget)?;
     // Serde would read a JSON array positionally into a struct: the API takes objects only.
     if !value.is_object() {
         return Err(Error::unprocessable(
@@ -86,18 +108,29 @@ fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<ApiJson<T>, Error> {
         })
 }
 
-/// Syntax errors are 400; a member given twice is 422 naming it.
-fn parse_strict(bytes: &[u8]) -> Result<Value, Error> {
+/// Syntax errors are 400; a member given twice is 422 naming it; more values than `budget`
+/// is 422 on the body, found before the tree is built.
+fn parse_strict(bytes: &[u8], budget: usize) -> Result<Value, Error> {
+    use serde::de::DeserializeSeed;
     let syntax = |e: serde_json::Error| Error::BadRequest {
         detail: format!("the body is not valid JSON: {e}"),
         field: Some("body".into()),
     };
+    let budget = std::cell::Cell::new(budget);
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    match serde_path_to_error::deserialize(&mut de) {
-        Ok(StrictValue(value)) => {
+    let mut track = serde_path_to_error::Track::new();
+    let parsed = Strict { budget: &budget }
+        .deserialize(serde_path_to_error::Deserializer::new(&mut de, &mut track))
+        .map_err(|e| serde_path_to_error::Error::new(track.path(), e));
+    match parsed {
+        Ok(value) => {
             de.end().map_err(syntax)?;
             Ok(value)
         }
+        Err(e) if budget.get() == 0 => Err(Error::unprocessable(
+            format!("body: {}", e.inner()),
+            serde_json::json!({ "field": "body" }),
+        )),
         Err(e) if e.inner().classify() == serde_json::error::Category::Data => {
             let field = e.path().to_string();
             Err(Error::unprocessable(

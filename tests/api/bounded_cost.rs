@@ -165,3 +165,60 @@ async fn the_service_at_its_overall_in_flight_limit_sheds_every_tenant() {
     assert_eq!(waiting.await.unwrap(), 201);
     problem(b.get("/v1/conversations/d").await, StatusCode::NOT_FOUND).await;
 }
+
+#[tokio::test]
+async fn a_body_of_millions_of_tiny_values_is_refused_while_it_is_parsed() {
+    let app = spawn_app().await;
+    // 4 MB of `0,`: 2 million values, each 32 bytes or more once parsed into a tree.
+    let body = format!("{{\"turns\": [{}0]}}", "0,".repeat(2_000_000));
+    let refused = app
+        .post_raw("/v1/conversations/c/turns", "application/json", body)
+        .await;
+    let refused = problem(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert_eq!(refused["field"], "body", "{refused}");
+    assert!(
+        refused["detail"]
+            .as_str()
+            .unwrap()
+            .contains("more JSON values"),
+        "{refused}"
+    );
+    let (status, _) = app.snapshot("c").await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "nothing was written");
+}
+
+#[tokio::test]
+async fn the_value_budget_follows_the_configured_limits_and_admits_every_valid_batch() {
+    let app = spawn_app_with(ServeConfig {
+        max_batch_turns: 3,
+        max_anchors_per_turn: 2,
+        decision: gatekeeper::config::DecisionConfig {
+            anchor_count: 2,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await;
+    // The largest valid batch: 3 turns with every member, 2 anchors each.
+    let turns: Vec<_> = tau_turns(3)
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut t)| {
+            t["id"] = json!(i);
+            t["tokens"] = json!(10);
+            t["anchors"] = json!(["a1", "a2"]);
+            t["external_id"] = json!(format!("x{i}"));
+            t["pinned"] = json!(false);
+            t
+        })
+        .collect();
+    expect(app.append("c", json!(turns)).await, StatusCode::CREATED).await;
+    // 3 × (16 + 2) + 1,024 values at most: a member of 2,000 numbers is more.
+    let over = json!({ "turns": [tau_turns(1)[0]], "padding": vec![0; 2_000] });
+    let over = problem(
+        app.post("/v1/conversations/c/turns", &over).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(over["field"], "body", "{over}");
+}
