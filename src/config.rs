@@ -58,6 +58,10 @@ pub struct ServeConfig {
     #[arg(long, env = "GATEKEEPER_MAX_BATCH_TURNS", default_value_t = 10_000)]
     pub max_batch_turns: usize,
 
+    /// Largest summary a proposal may carry, in bytes.
+    #[arg(long, env = "GATEKEEPER_MAX_SUMMARY_BYTES", default_value_t = 1024 * 1024)]
+    pub max_summary_bytes: usize,
+
     /// Most anchors a client may give one turn.
     #[arg(long, env = "GATEKEEPER_MAX_ANCHORS_PER_TURN", default_value_t = 64)]
     pub max_anchors_per_turn: usize,
@@ -266,6 +270,7 @@ impl ServeConfig {
         Limits {
             max_batch_turns: self.max_batch_turns,
             max_anchors_per_turn: self.max_anchors_per_turn,
+            max_summary_bytes: self.max_summary_bytes,
         }
     }
 
@@ -295,9 +300,13 @@ impl ServeConfig {
 
     /// Every check that can fail before anything starts, as one line.
     pub fn validate(&self) -> Result<ApiKeys, String> {
-        if self.max_body_bytes == 0 || self.max_batch_turns == 0 || self.request_timeout_secs == 0 {
+        if self.max_body_bytes == 0
+            || self.max_batch_turns == 0
+            || self.request_timeout_secs == 0
+            || self.max_summary_bytes == 0
+        {
             return Err(
-                "max body bytes, max batch turns and request timeout must be positive".into(),
+                "max body bytes, max batch turns, max summary bytes and request timeout must be positive".into(),
             );
         }
         // A verdict tracks up to 64 anchors per turn; a profile keeps 16 candidates.

@@ -1,4 +1,4 @@
-use super::{Invalid, ShortText};
+use super::{Invalid, Limits, ShortText};
 use crate::api::CompactionRequestBody;
 use crate::coverage::{Mode, Proposal};
 
@@ -34,7 +34,21 @@ pub struct CompactionRequest {
 
 impl CompactionRequest {
     /// A body without `mode` gets `default_mode`.
-    pub fn parse(body: CompactionRequestBody, default_mode: Mode) -> Result<Self, Invalid> {
+    pub fn parse(
+        body: CompactionRequestBody,
+        default_mode: Mode,
+        limits: Limits,
+    ) -> Result<Self, Invalid> {
+        if body.summary.len() > limits.max_summary_bytes {
+            return Err(Invalid::new(
+                "summary",
+                format!(
+                    "is {} bytes; at most {} (GATEKEEPER_MAX_SUMMARY_BYTES)",
+                    body.summary.len(),
+                    limits.max_summary_bytes
+                ),
+            ));
+        }
         if body.from < 0 {
             return Err(Invalid::new(
                 "from",

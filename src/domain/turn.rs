@@ -3,11 +3,13 @@ use crate::api::{AppendTurn, AppendTurnsRequest};
 use crate::coverage::Role;
 use crate::coverage::normalize::normalize_text;
 
-/// Bounds on what one append may carry; they come from configuration.
+/// Bounds on what one request may carry; they come from configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub max_batch_turns: usize,
     pub max_anchors_per_turn: usize,
+    /// A proposal's summary, in bytes: the decision normalizes it with an index entry per byte.
+    pub max_summary_bytes: usize,
 }
 
 /// Longest anchor or external id, in characters.
@@ -113,10 +115,12 @@ impl NewTurn {
                     .enumerate()
                     .map(|(j, a)| {
                         let name = field(&format!("anchors[{j}]"));
-                        if normalize_text(&a).is_empty() {
+                        // Length first: normalizing costs memory in proportion to it.
+                        let anchor = ShortText::parse(&name, a)?;
+                        if normalize_text(anchor.as_str()).is_empty() {
                             return Err(Invalid::new(name, "is empty or only whitespace"));
                         }
-                        ShortText::parse(&name, a)
+                        Ok(anchor)
                     })
                     .collect::<Result<Vec<_>, _>>()?,
             ),

@@ -222,3 +222,57 @@ async fn the_value_budget_follows_the_configured_limits_and_admits_every_valid_b
     .await;
     assert_eq!(over["field"], "body", "{over}");
 }
+
+#[tokio::test]
+async fn a_summary_over_the_configured_size_is_refused_before_it_is_read() {
+    let app = spawn_app_with(ServeConfig {
+        max_summary_bytes: 1_000,
+        ..Default::default()
+    })
+    .await;
+    expect(
+        app.append("c", json!(tau_turns(3))).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let long = json!({ "from": 0, "to": 2, "summary": "x ".repeat(501), "summary_budget": 100000 });
+    let refused = problem(
+        app.propose("c", long).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(refused["field"], "summary", "{refused}");
+    assert!(
+        refused["detail"].as_str().unwrap().contains("1002 bytes"),
+        "{refused}"
+    );
+    let fits = json!({ "from": 0, "to": 2, "summary": "x ".repeat(500), "summary_budget": 100000, "dry_run": true });
+    // Within the size, it is decided (and rejected: it holds no turn's facts).
+    let decided = problem(
+        app.propose("c", fits).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(decided["type"], "urn:gatekeeper:problem:proposal-rejected");
+}
+
+#[tokio::test]
+async fn an_overlong_anchor_is_refused_naming_it_however_it_normalizes() {
+    let app = spawn_app().await;
+    // NFKC expands `ﷺ` (3 bytes) to 18 Arabic letters: 300 of them are 300 characters.
+    let anchor = "\u{FDFA}".repeat(300);
+    let turn = json!({ "role": "user", "content": "hello", "anchors": [anchor] });
+    let refused = problem(
+        app.append("c", json!([turn])).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(refused["field"], "turns[0].anchors[0]", "{refused}");
+    assert!(
+        refused["detail"]
+            .as_str()
+            .unwrap()
+            .contains("longer than 256"),
+        "{refused}"
+    );
+}

@@ -47,7 +47,7 @@ pub async fn propose<S: Store>(
         Prior::Answered(response) => return Ok(response),
         Prior::Fresh(claim) => claim,
     };
-    let request = CompactionRequest::parse(body, state.default_mode)?;
+    let request = CompactionRequest::parse(body, state.default_mode, state.limits)?;
     let reply = (state.service)
         .propose(&tenant, &conversation, request, claim.as_ref())
         .await?;
