@@ -58,6 +58,14 @@ pub struct ServeConfig {
     #[arg(long, env = "GATEKEEPER_MAX_BATCH_TURNS", default_value_t = 10_000)]
     pub max_batch_turns: usize,
 
+    /// Checkpoints one conversation may hold; a proposal past it is 409.
+    #[arg(
+        long,
+        env = "GATEKEEPER_MAX_CHECKPOINTS_PER_CONVERSATION",
+        default_value_t = 10_000
+    )]
+    pub max_checkpoints_per_conversation: u32,
+
     /// Largest summary a proposal may carry, in bytes.
     #[arg(long, env = "GATEKEEPER_MAX_SUMMARY_BYTES", default_value_t = 1024 * 1024)]
     pub max_summary_bytes: usize,
@@ -304,9 +312,10 @@ impl ServeConfig {
             || self.max_batch_turns == 0
             || self.request_timeout_secs == 0
             || self.max_summary_bytes == 0
+            || self.max_checkpoints_per_conversation == 0
         {
             return Err(
-                "max body bytes, max batch turns, max summary bytes and request timeout must be positive".into(),
+                "max body bytes, max batch turns, max summary bytes, max checkpoints per conversation and request timeout must be positive".into(),
             );
         }
         // A verdict tracks up to 64 anchors per turn; a profile keeps 16 candidates.

@@ -22,7 +22,12 @@ impl<S: Store> AppState<S> {
         let decision = &config.decision;
         let tokens = TokenCounter::new(decision.tokenizer);
         Ok(Self {
-            service: Service::new(store, decision.policy(), tokens),
+            service: Service::new(
+                store,
+                decision.policy(),
+                tokens,
+                i64::from(config.max_checkpoints_per_conversation),
+            ),
             keys: Arc::new(keys),
             default_mode: decision.default_mode,
             limits: config.limits(),

@@ -81,6 +81,12 @@ impl From<service::Error> for Error {
             E::Stale { expected, latest } => stale_checkpoint(expected, latest),
             E::Invalid(invalid) => invalid.into(),
             E::AppendConflict(conflict) => append_conflict(conflict),
+            E::TooManyCheckpoints { max, .. } => Error::conflict(
+                format!(
+                    "{e}: new checkpoints are refused (GATEKEEPER_MAX_CHECKPOINTS_PER_CONVERSATION); nothing was persisted"
+                ),
+                json!({ "max_checkpoints": max }),
+            ),
             E::PinCovered {
                 checkpoint_id,
                 turn,

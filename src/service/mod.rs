@@ -25,14 +25,17 @@ pub struct Service<S> {
     store: S,
     policy: Policy,
     tokens: TokenCounter,
+    /// Checkpoints one conversation may hold; a proposal past it is refused.
+    max_checkpoints: i64,
 }
 
 impl<S: Store> Service<S> {
-    pub fn new(store: S, policy: Policy, tokens: TokenCounter) -> Self {
+    pub fn new(store: S, policy: Policy, tokens: TokenCounter, max_checkpoints: i64) -> Self {
         Self {
             store,
             policy,
             tokens,
+            max_checkpoints,
         }
     }
 
@@ -105,6 +108,11 @@ pub enum Error {
     Invalid(#[from] ProposalError),
     #[error("the batch conflicts with the log")]
     AppendConflict(AppendConflict),
+    #[error("conversation {conversation} holds {max} checkpoints, the most one may hold")]
+    TooManyCheckpoints {
+        conversation: ConversationId,
+        max: i64,
+    },
     #[error("checkpoint {checkpoint_id} already covers turn {turn}")]
     PinCovered { checkpoint_id: i64, turn: i64 },
     #[error(transparent)]

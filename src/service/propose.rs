@@ -56,6 +56,9 @@ impl<S: Store> Service<S> {
                 None => Err(Error::Stale { expected, latest }),
             };
         }
+        if seen.checkpoint_count >= self.max_checkpoints && !dry_run {
+            return Err(self.too_many_checkpoints(conversation));
+        }
         if proposal.to >= seen.next_id {
             let missing = IdRange::new(seen.next_id.max(proposal.from), proposal.to);
             return Err(Error::IdsNotInLog(IdRanges::from_ranges([missing])));
@@ -164,6 +167,9 @@ impl<S: Store> Service<S> {
             tx.commit().await?;
             return Ok(Reply::New((verdict, None)));
         }
+        if locked.checkpoint_count >= self.max_checkpoints {
+            return Err(self.too_many_checkpoints(conversation));
+        }
         let checkpoint_id = locked.checkpoint_count + 1;
         let advanced_to = verdict
             .advanced_to
@@ -183,6 +189,13 @@ impl<S: Store> Service<S> {
         }
         tx.commit().await?;
         Ok(Reply::New((verdict, Some(checkpoint_id))))
+    }
+
+    fn too_many_checkpoints(&self, conversation: &ConversationId) -> Error {
+        Error::TooManyCheckpoints {
+            conversation: conversation.clone(),
+            max: self.max_checkpoints,
+        }
     }
 
     async fn answer_for(

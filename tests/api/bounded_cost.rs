@@ -276,3 +276,36 @@ async fn an_overlong_anchor_is_refused_naming_it_however_it_normalizes() {
         "{refused}"
     );
 }
+
+#[tokio::test]
+async fn a_conversation_at_its_checkpoint_limit_refuses_new_checkpoints_with_409() {
+    let app = spawn_app_with(ServeConfig {
+        max_checkpoints_per_conversation: 2,
+        ..Default::default()
+    })
+    .await;
+    let turns: Vec<_> = (0..3)
+        .map(|i| {
+            turn(
+                "user",
+                &format!("turn {i}"),
+                10,
+                &[&format!("K{i}-{i}{i}{i}")],
+            )
+        })
+        .collect();
+    expect(app.append("c", json!(turns)).await, StatusCode::CREATED).await;
+    // The same range proposed again and again: each persisted proposal is a checkpoint.
+    let body =
+        json!({ "from": 0, "to": 2, "summary": "K0-000, K1-111, K2-222.", "summary_budget": 1000 });
+    for _ in 0..2 {
+        expect(app.propose("c", body.clone()).await, StatusCode::CREATED).await;
+    }
+    let refused = problem(app.propose("c", body.clone()).await, StatusCode::CONFLICT).await;
+    assert_eq!(refused["max_checkpoints"], 2, "{refused}");
+    let mut dry = body;
+    dry["dry_run"] = json!(true);
+    expect(app.propose("c", dry).await, StatusCode::OK).await;
+    let (_, conversation) = app.snapshot("c").await;
+    assert_eq!(conversation["checkpoints"], 2);
+}
