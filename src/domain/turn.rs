@@ -115,12 +115,14 @@ impl NewTurn {
                     .enumerate()
                     .map(|(j, a)| {
                         let name = field(&format!("anchors[{j}]"));
-                        // Length first: normalizing costs memory in proportion to it.
-                        let anchor = ShortText::parse(&name, a)?;
-                        if normalize_text(anchor.as_str()).is_empty() {
+                        // Normalized only once its length is known to be short: normalizing
+                        // costs memory in proportion to it.
+                        if a.chars().count() <= MAX_SHORT_TEXT_CHARS
+                            && normalize_text(&a).is_empty()
+                        {
                             return Err(Invalid::new(name, "is empty or only whitespace"));
                         }
-                        Ok(anchor)
+                        ShortText::parse(&name, a)
                     })
                     .collect::<Result<Vec<_>, _>>()?,
             ),
