@@ -236,6 +236,9 @@ impl VerdictResponse {
 pub struct CheckpointListResponse {
     pub conversation: String,
     pub checkpoints: Vec<CheckpointItem>,
+    /// Pass as `cursor` for the next, older page; `null` when this page is the last.
+    #[serde(default)]
+    pub next_cursor: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

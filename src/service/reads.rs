@@ -51,17 +51,26 @@ impl<S: Store> Service<S> {
         })
     }
 
-    /// Newest first, without summaries or per-turn detail.
+    /// Newest first, without summaries or per-turn detail: a page of at most `limit`, older
+    /// than `before` when given, and the cursor for the next page (`None`: this was the last).
     pub async fn checkpoints(
         &self,
         tenant: &TenantId,
         conversation: &ConversationId,
-    ) -> Result<Vec<CheckpointItem>> {
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<(Vec<CheckpointItem>, Option<i64>)> {
         if (self.store.conversation(tenant, conversation).await?).is_none() {
             return Err(Error::NoConversation(conversation.clone()));
         }
-        let rows = self.store.checkpoints(tenant, conversation).await?;
-        Ok(rows.into_iter().map(checkpoint_item).collect())
+        // One more than asked shows whether another page follows.
+        let mut rows = (self.store)
+            .checkpoints(tenant, conversation, before, limit.saturating_add(1))
+            .await?;
+        let more = rows.len() > limit as usize;
+        rows.truncate(limit as usize);
+        let next = more.then(|| rows.last().map(|r| r.checkpoint_id)).flatten();
+        Ok((rows.into_iter().map(checkpoint_item).collect(), next))
     }
 
     pub async fn checkpoint(

@@ -92,11 +92,14 @@ pub trait Store: Clone + Send + Sync + 'static {
         conversation: &ConversationId,
         from: i64,
     ) -> impl Future<Output = Result<Vec<(i64, Role, u32)>>> + Send;
-    /// Newest first, without summaries or per-turn detail.
+    /// Newest first, without summaries or per-turn detail: at most `limit`, each older than
+    /// `before` when given.
     fn checkpoints(
         &self,
         tenant: &TenantId,
         conversation: &ConversationId,
+        before: Option<i64>,
+        limit: u32,
     ) -> impl Future<Output = Result<Vec<CheckpointRow>>> + Send;
     fn checkpoint(
         &self,

@@ -309,3 +309,55 @@ async fn a_conversation_at_its_checkpoint_limit_refuses_new_checkpoints_with_409
     let (_, conversation) = app.snapshot("c").await;
     assert_eq!(conversation["checkpoints"], 2);
 }
+
+#[tokio::test]
+async fn checkpoints_are_listed_a_page_at_a_time_newest_first() {
+    let app = spawn_app().await;
+    let turns: Vec<_> = (0..3)
+        .map(|i| {
+            turn(
+                "user",
+                &format!("turn {i}"),
+                10,
+                &[&format!("K{i}-{i}{i}{i}")],
+            )
+        })
+        .collect();
+    expect(app.append("c", json!(turns)).await, StatusCode::CREATED).await;
+    let body =
+        json!({ "from": 0, "to": 2, "summary": "K0-000, K1-111, K2-222.", "summary_budget": 1000 });
+    for _ in 0..5 {
+        expect(app.propose("c", body.clone()).await, StatusCode::CREATED).await;
+    }
+    let mut seen = Vec::new();
+    let mut path = "/v1/conversations/c/compactions?limit=2".to_owned();
+    for _ in 0..5 {
+        let page = expect(app.get(&path).await, StatusCode::OK).await;
+        let ids: Vec<i64> = page["checkpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["checkpoint_id"].as_i64().unwrap())
+            .collect();
+        assert!(ids.len() <= 2, "{page}");
+        seen.extend(ids);
+        match page["next_cursor"].as_i64() {
+            Some(cursor) => {
+                path = format!("/v1/conversations/c/compactions?limit=2&cursor={cursor}")
+            }
+            None => break,
+        }
+    }
+    assert_eq!(seen, [5, 4, 3, 2, 1]);
+    let all = expect(
+        app.get("/v1/conversations/c/compactions").await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(all["checkpoints"].as_array().unwrap().len(), 5);
+    assert_eq!(all["next_cursor"], serde_json::Value::Null);
+    for bad in ["limit=0", "limit=1001", "limit=x", "cursor=y"] {
+        let path = format!("/v1/conversations/c/compactions?{bad}");
+        problem(app.get(&path).await, StatusCode::BAD_REQUEST).await;
+    }
+}

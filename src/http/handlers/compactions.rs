@@ -5,7 +5,7 @@ use crate::api::{
 };
 use crate::coverage::Outcome;
 use crate::domain::CompactionRequest;
-use crate::http::extract::{ApiJson, ApiPath, Conversation, Tenant};
+use crate::http::extract::{ApiJson, ApiPath, ApiQuery, Conversation, Tenant};
 use crate::http::idempotency::{Prior, prior, replay};
 use crate::http::openapi::{
     BodyProblems, CheckpointPath, ConversationPath, NotFound, ProblemDoc, Problems,
@@ -80,8 +80,8 @@ pub async fn propose<S: Store>(
     get,
     path = "/v1/conversations/{conversation}/compactions",
     tag = "compactions",
-    summary = "List checkpoints, newest first",
-    params(ConversationPath),
+    summary = "List checkpoints, newest first, a page at a time",
+    params(ConversationPath, ListQuery),
     responses(
         (status = 200, description = "The checkpoints", body = CheckpointListResponse),
         Problems, NotFound,
@@ -92,12 +92,37 @@ pub async fn list<S: Store>(
     Tenant(tenant): Tenant,
     State(state): State<AppState<S>>,
     Conversation(conversation): Conversation,
+    ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<CheckpointListResponse>> {
-    let checkpoints = state.service.checkpoints(&tenant, &conversation).await?;
+    let limit = query.limit.unwrap_or(DEFAULT_PAGE);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(Error::BadRequest {
+            detail: format!("limit must be between 1 and {MAX_PAGE}, got {limit}"),
+            field: Some("limit".into()),
+        });
+    }
+    let (checkpoints, next_cursor) = (state.service)
+        .checkpoints(&tenant, &conversation, query.cursor, limit as u32)
+        .await?;
     Ok(Json(CheckpointListResponse {
         conversation: conversation.to_string(),
         checkpoints,
+        next_cursor,
     }))
+}
+
+const DEFAULT_PAGE: i64 = 100;
+const MAX_PAGE: i64 = 1000;
+
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Checkpoints per page (default 100, at most 1000).
+    #[param(minimum = 1, maximum = 1000)]
+    limit: Option<i64>,
+    /// The `next_cursor` of the previous page: only checkpoints older than it.
+    cursor: Option<i64>,
 }
 
 #[utoipa::path(

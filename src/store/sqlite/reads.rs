@@ -165,13 +165,18 @@ impl Store for SqliteStore {
         &self,
         tenant: &TenantId,
         conversation: &ConversationId,
+        before: Option<i64>,
+        limit: u32,
     ) -> Result<Vec<CheckpointRow>> {
         let rows = sqlx::query(
             "SELECT checkpoint_id, created_at, json_set(verdict, '$.turns', json('[]')) AS verdict FROM checkpoints \
-             WHERE tenant = ?1 AND conversation = ?2 ORDER BY checkpoint_id DESC",
+             WHERE tenant = ?1 AND conversation = ?2 AND (?3 IS NULL OR checkpoint_id < ?3) \
+             ORDER BY checkpoint_id DESC LIMIT ?4",
         )
         .bind(tenant.as_str())
         .bind(conversation.as_str())
+        .bind(before)
+        .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
