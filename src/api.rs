@@ -236,8 +236,8 @@ impl VerdictResponse {
 pub struct CheckpointListResponse {
     pub conversation: String,
     pub checkpoints: Vec<CheckpointItem>,
-    /// Pass as `cursor` for the next, older page; `null` when this page is the last.
-    #[serde(default)]
+    /// Pass as `cursor` for the next, older page; absent when this page is the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<i64>,
 }
 
