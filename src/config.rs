@@ -58,6 +58,11 @@ pub struct ServeConfig {
     #[arg(long, env = "GATEKEEPER_MAX_BATCH_TURNS", default_value_t = 10_000)]
     pub max_batch_turns: usize,
 
+    /// CPU tasks (token counting, derivation, decisions) one tenant may run at once; 0: one per
+    /// core. More wait behind their own tenant's, not in front of other tenants'.
+    #[arg(long, env = "GATEKEEPER_CPU_TASKS_PER_TENANT", default_value_t = 0)]
+    pub cpu_tasks_per_tenant: usize,
+
     /// Checkpoints one conversation may hold; a proposal past it is 409.
     #[arg(
         long,

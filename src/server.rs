@@ -27,6 +27,10 @@ impl<S: Store> AppState<S> {
                 decision.policy(),
                 tokens,
                 i64::from(config.max_checkpoints_per_conversation),
+                match config.cpu_tasks_per_tenant {
+                    0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+                    n => n,
+                },
             ),
             keys: Arc::new(keys),
             default_mode: decision.default_mode,

@@ -97,7 +97,7 @@ impl From<service::Error> for Error {
                 json!({ "checkpoint_id": checkpoint_id, "field": "pinned" }),
             ),
             E::Store(e) => e.into(),
-            E::Blocking(e) => Error::Internal(e.into()),
+            E::Blocking(_) => Error::Internal(e.into()),
         }
     }
 }

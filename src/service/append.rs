@@ -1,6 +1,6 @@
 //! Appending a batch: prepared off the lock, placed and written under it.
 
-use super::{Error, LockHeld, Reply, Result, Service, answer_after_race, cpu};
+use super::{Error, LockHeld, Reply, Result, Service, answer_after_race};
 use crate::api::AppendTurnsResponse;
 use crate::append::{Appended, PreparedTurn, plan_append};
 use crate::domain::{AppendRequest, ConversationId, TenantId};
@@ -18,11 +18,12 @@ impl<S: Store> Service<S> {
         claim: Option<&IdempotencyClaim>,
     ) -> Result<Reply<Appended>> {
         let tokens = self.tokens.clone();
-        let batch = cpu(move || {
-            let turns = request.turns.into_iter();
-            turns.map(|t| PreparedTurn::new(t, &tokens)).collect()
-        })
-        .await?;
+        let batch = self
+            .cpu(tenant, move || {
+                let turns = request.turns.into_iter();
+                turns.map(|t| PreparedTurn::new(t, &tokens)).collect()
+            })
+            .await?;
         let written = self.write_batch(tenant, conversation, batch, claim).await;
         let reply = answer_after_race(&self.store, tenant, claim, written).await?;
         if let Reply::New(appended) = &reply {

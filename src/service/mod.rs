@@ -14,10 +14,13 @@ pub use propose::Proposed;
 
 use crate::append::AppendConflict;
 use crate::coverage::{IdRanges, Policy, ProposalError};
-use crate::domain::{ConversationId, ExpectedCheckpoint};
+use crate::domain::{ConversationId, ExpectedCheckpoint, TenantId};
 use crate::store::{self, IdempotencyClaim, Store, StoredAnswer, WriteTx};
 use crate::tokens::TokenCounter;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
+use tokio::sync::Semaphore;
 
 /// The flows' shared state. Cheap to clone.
 #[derive(Clone)]
@@ -27,16 +30,52 @@ pub struct Service<S> {
     tokens: TokenCounter,
     /// Checkpoints one conversation may hold; a proposal past it is refused.
     max_checkpoints: i64,
+    cpu: Arc<CpuSlots>,
 }
 
 impl<S: Store> Service<S> {
-    pub fn new(store: S, policy: Policy, tokens: TokenCounter, max_checkpoints: i64) -> Self {
+    /// `cpu_per_tenant`: CPU tasks (token counting, derivation, decisions) one tenant may run
+    /// at once; more queue behind their own tenant's, not in front of other tenants'.
+    pub fn new(
+        store: S,
+        policy: Policy,
+        tokens: TokenCounter,
+        max_checkpoints: i64,
+        cpu_per_tenant: usize,
+    ) -> Self {
         Self {
             store,
             policy,
             tokens,
             max_checkpoints,
+            cpu: Arc::new(CpuSlots {
+                per_tenant: cpu_per_tenant.max(1),
+                tenants: Mutex::default(),
+            }),
         }
+    }
+
+    /// Runs CPU-heavy work off the async workers, in one of the tenant's CPU slots, so one big
+    /// request does not stall every other, nor one tenant's many requests another tenant's.
+    async fn cpu<T: Send + 'static>(
+        &self,
+        tenant: &TenantId,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T> {
+        let slots = {
+            let mut tenants = self.cpu.tenants.lock().unwrap_or_else(|p| p.into_inner());
+            let slots = tenants
+                .entry(tenant.clone())
+                .or_insert_with(|| Arc::new(Semaphore::new(self.cpu.per_tenant)));
+            slots.clone()
+        };
+        let _slot = slots
+            .acquire_owned()
+            .await
+            .map_err(|_| Error::Blocking(None))?;
+        tokio::task::spawn_blocking(work)
+            .await
+            .map_err(|e| Error::Blocking(Some(e)))
     }
 
     pub fn store(&self) -> &S {
@@ -117,15 +156,15 @@ pub enum Error {
     PinCovered { checkpoint_id: i64, turn: i64 },
     #[error(transparent)]
     Store(#[from] store::Error),
-    /// A task run off the async workers panicked or was cancelled.
-    #[error("a blocking task failed: {0}")]
-    Blocking(#[from] tokio::task::JoinError),
+    /// A task run off the async workers panicked or was cancelled (or its slots closed).
+    #[error("a blocking task failed: {0:?}")]
+    Blocking(Option<tokio::task::JoinError>),
 }
 
-/// Runs CPU-heavy work (token counting, anchor derivation, a large decision) off the async
-/// workers, so one big request does not stall every other.
-async fn cpu<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T> {
-    Ok(tokio::task::spawn_blocking(work).await?)
+/// Each tenant's CPU slots; tenants come from the configured keys, so the map is bounded.
+struct CpuSlots {
+    per_tenant: usize,
+    tenants: Mutex<HashMap<TenantId, Arc<Semaphore>>>,
 }
 
 /// Times how long a write holds its conversation's lock, from the lock to the end of the

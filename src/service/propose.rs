@@ -6,7 +6,7 @@
 //! conversation's facts version (a pin or the profile backfill moves it; the decision is then
 //! made again on the facts as they now are). The lock is held for the insert, not the decision.
 
-use super::{Error, LockHeld, Reply, Result, Service, answer_after_race, cpu};
+use super::{Error, LockHeld, Reply, Result, Service, answer_after_race};
 use crate::api::VerdictResponse;
 use crate::coverage::{
     Decision, IdRange, IdRanges, Outcome, Proposal, TurnFacts, TurnStatus, Verdict,
@@ -36,11 +36,12 @@ impl<S: Store> Service<S> {
             dry_run,
         } = request;
         let tokens = self.tokens.clone();
-        proposal = cpu(move || {
-            proposal.summary_tokens = tokens.count(&proposal.summary);
-            proposal
-        })
-        .await?;
+        proposal = self
+            .cpu(tenant, move || {
+                proposal.summary_tokens = tokens.count(&proposal.summary);
+                proposal
+            })
+            .await?;
 
         let seen = self
             .store
@@ -66,7 +67,7 @@ impl<S: Store> Service<S> {
         let facts = (self.store)
             .range_facts(tenant, conversation, proposal.from, proposal.to)
             .await?;
-        let (proposal, decision) = self.decide(proposal, facts).await?;
+        let (proposal, decision) = self.decide(tenant, proposal, facts).await?;
         if dry_run {
             if let Some(claim) = claim {
                 let body = answer_body(conversation, &decision.verdict, None, true)?;
@@ -104,15 +105,17 @@ impl<S: Store> Service<S> {
     /// Decides off the async workers (a 32,000-turn range takes tens of milliseconds).
     async fn decide(
         &self,
+        tenant: &TenantId,
         proposal: Proposal,
         facts: Vec<TurnFacts>,
     ) -> Result<(Proposal, Decision)> {
         let policy = self.policy;
-        let (proposal, decision) = cpu(move || {
-            let decision = crate::coverage::decide_with_evidence(&proposal, &facts, &policy);
-            (proposal, decision)
-        })
-        .await?;
+        let (proposal, decision) = self
+            .cpu(tenant, move || {
+                let decision = crate::coverage::decide_with_evidence(&proposal, &facts, &policy);
+                (proposal, decision)
+            })
+            .await?;
         Ok((proposal, decision?))
     }
 
@@ -153,7 +156,7 @@ impl<S: Store> Service<S> {
                 .await?;
             tracing::info!(conversation = %conversation, "the range's facts changed during the decision; deciding again");
             metrics::counter!("gatekeeper_compaction_redecisions_total").increment(1);
-            decision = self.decide(proposal.clone(), facts).await?.1;
+            decision = self.decide(tenant, proposal.clone(), facts).await?.1;
         }
         let verdict = decision.verdict;
         if verdict.outcome == Outcome::Rejected {

@@ -1,7 +1,7 @@
 //! The reads: the log, the checkpoints, reconstruct, the working context and the compaction
 //! plan. None waits for a write; none ever answers a false negative.
 
-use super::{Error, Result, Service, cpu};
+use super::{Error, Result, Service};
 use crate::api::{
     AnchorOrigin, CheckpointItem, CheckpointRef, CompactionPlanResponse, ContextItem,
     ContextResponse, ConversationResponse, PlannedTurn, ReconstructResponse, Source, TurnResponse,
@@ -187,15 +187,16 @@ impl<S: Store> Service<S> {
             streak: row.rejected_streak,
         };
         let tokens = self.tokens.clone();
-        let (plan, turns) = cpu(move || {
-            let plan = plan::plan(&reach, &facts, summary_budget, rejections, &policy, |a| {
-                tokens.count(a)
-            });
-            let planned = plan.to.map_or(0, |to| (to - from + 1) as usize);
-            let turns = planned_turns(&facts[..planned.min(facts.len())], &policy);
-            (plan, turns)
-        })
-        .await?;
+        let (plan, turns) = self
+            .cpu(tenant, move || {
+                let plan = plan::plan(&reach, &facts, summary_budget, rejections, &policy, |a| {
+                    tokens.count(a)
+                });
+                let planned = plan.to.map_or(0, |to| (to - from + 1) as usize);
+                let turns = planned_turns(&facts[..planned.min(facts.len())], &policy);
+                (plan, turns)
+            })
+            .await?;
         metrics::counter!("gatekeeper_compaction_advice_total", "advice" => plan.advice.as_str())
             .increment(1);
         Ok(CompactionPlanResponse {

@@ -11,13 +11,14 @@
 //!
 //! One file per fault: `postgres_restart.rs` (Postgres restarted, stopped, its backends
 //! terminated), `sigkill.rs` (SIGKILL mid-writes on Postgres and SQLite), `two_processes.rs` (two
-//! processes on one database) and `soak.rs`. What they share is in `harness.rs` (randomness,
+//! processes on one database) and `soak.rs`, and `noisy_neighbour.rs` (one tenant's worst requests beside another's workload). What they share is in `harness.rs` (randomness,
 //! tau-bench data, formatting, violations) and `harness/`: `service.rs` (the binary, ports, HTTP
 //! calls), `postgres.rs` (the shared cluster, per-test databases), `db.rs` (either backend, scratch
 //! folders) and `checks.rs` (whole checkpoints and appends, turns stored byte-exact).
 
 mod harness;
 
+mod noisy_neighbour;
 mod postgres_restart;
 mod sigkill;
 mod soak;

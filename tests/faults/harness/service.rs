@@ -104,20 +104,30 @@ impl Service {
     }
 
     pub(crate) fn rss_kib(&self) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))?
-            .trim()
-            .trim_end_matches("kB")
-            .trim()
-            .parse()
-            .ok()
+        rss_of(self.pid())
+    }
+
+    /// Reads this service's RSS later, from another task.
+    pub(crate) fn rss_probe(&self) -> impl Fn() -> Option<u64> + Send + 'static {
+        let pid = self.pid();
+        move || rss_of(pid)
     }
 
     pub(crate) fn conversation_url(&self, conversation: &str, rest: &str) -> String {
         format!("{}/v1/conversations/{conversation}{rest}", self.base)
     }
+}
+
+fn rss_of(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
 }
 
 impl Drop for Service {
