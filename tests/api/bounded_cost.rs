@@ -277,13 +277,9 @@ async fn an_overlong_anchor_is_refused_naming_it_however_it_normalizes() {
     );
 }
 
-#[tokio::test]
-async fn a_conversation_at_its_checkpoint_limit_refuses_new_checkpoints_with_409() {
-    let app = spawn_app_with(ServeConfig {
-        max_checkpoints_per_conversation: 2,
-        ..Default::default()
-    })
-    .await;
+/// Three turns of "c" with given anchors, and `n` checkpoints of the same range (each persisted
+/// proposal is one); returns the proposal.
+async fn checkpoints_of_one_range(app: &TestApp, n: usize) -> serde_json::Value {
     let turns: Vec<_> = (0..3)
         .map(|i| {
             turn(
@@ -295,12 +291,22 @@ async fn a_conversation_at_its_checkpoint_limit_refuses_new_checkpoints_with_409
         })
         .collect();
     expect(app.append("c", json!(turns)).await, StatusCode::CREATED).await;
-    // The same range proposed again and again: each persisted proposal is a checkpoint.
     let body =
         json!({ "from": 0, "to": 2, "summary": "K0-000, K1-111, K2-222.", "summary_budget": 1000 });
-    for _ in 0..2 {
+    for _ in 0..n {
         expect(app.propose("c", body.clone()).await, StatusCode::CREATED).await;
     }
+    body
+}
+
+#[tokio::test]
+async fn a_conversation_at_its_checkpoint_limit_refuses_new_checkpoints_with_409() {
+    let app = spawn_app_with(ServeConfig {
+        max_checkpoints_per_conversation: 2,
+        ..Default::default()
+    })
+    .await;
+    let body = checkpoints_of_one_range(&app, 2).await;
     let refused = problem(app.propose("c", body.clone()).await, StatusCode::CONFLICT).await;
     assert_eq!(refused["max_checkpoints"], 2, "{refused}");
     let mut dry = body;
@@ -313,22 +319,7 @@ async fn a_conversation_at_its_checkpoint_limit_refuses_new_checkpoints_with_409
 #[tokio::test]
 async fn checkpoints_are_listed_a_page_at_a_time_newest_first() {
     let app = spawn_app().await;
-    let turns: Vec<_> = (0..3)
-        .map(|i| {
-            turn(
-                "user",
-                &format!("turn {i}"),
-                10,
-                &[&format!("K{i}-{i}{i}{i}")],
-            )
-        })
-        .collect();
-    expect(app.append("c", json!(turns)).await, StatusCode::CREATED).await;
-    let body =
-        json!({ "from": 0, "to": 2, "summary": "K0-000, K1-111, K2-222.", "summary_budget": 1000 });
-    for _ in 0..5 {
-        expect(app.propose("c", body.clone()).await, StatusCode::CREATED).await;
-    }
+    checkpoints_of_one_range(&app, 5).await;
     let mut seen = Vec::new();
     let mut path = "/v1/conversations/c/compactions?limit=2".to_owned();
     for _ in 0..5 {
