@@ -5,40 +5,31 @@
 
 use super::{AppState, Error};
 use crate::domain::TenantId;
+use crate::service::TenantSlots;
 use crate::store::Store;
 use axum::extract::{Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub struct Admission {
     overall: Arc<Semaphore>,
-    per_tenant: usize,
-    /// One semaphore per tenant seen; tenants come from the configured keys, so this is bounded.
-    tenants: Mutex<HashMap<TenantId, Arc<Semaphore>>>,
+    tenants: TenantSlots,
 }
 
 impl Admission {
     pub fn new(overall: usize, per_tenant: usize) -> Self {
         Self {
             overall: Arc::new(Semaphore::new(overall)),
-            per_tenant,
-            tenants: Mutex::default(),
+            tenants: TenantSlots::new(per_tenant),
         }
     }
 
     /// Room for one more request of `tenant`, held until the permits drop.
     fn admit(&self, tenant: &TenantId) -> Result<[OwnedSemaphorePermit; 2], Error> {
-        let own = {
-            let mut tenants = self.tenants.lock().unwrap_or_else(|p| p.into_inner());
-            let semaphore = tenants
-                .entry(tenant.clone())
-                .or_insert_with(|| Arc::new(Semaphore::new(self.per_tenant)));
-            semaphore.clone()
-        };
+        let own = self.tenants.of(tenant);
         let shed = |scope: &'static str, detail: String| {
             metrics::counter!("gatekeeper_requests_shed_total", "scope" => scope).increment(1);
             Error::Overloaded(detail)
@@ -48,7 +39,7 @@ impl Admission {
                 "tenant",
                 format!(
                     "this tenant has {} requests in flight; retry after Retry-After",
-                    self.per_tenant
+                    self.tenants.per_tenant()
                 ),
             )
         })?;

@@ -9,18 +9,18 @@ mod append;
 mod pins;
 mod propose;
 mod reads;
+mod tenant_slots;
 
 pub use propose::Proposed;
+pub use tenant_slots::TenantSlots;
 
 use crate::append::AppendConflict;
 use crate::coverage::{IdRanges, Policy, ProposalError};
 use crate::domain::{ConversationId, ExpectedCheckpoint, TenantId};
 use crate::store::{self, IdempotencyClaim, Store, StoredAnswer, WriteTx};
 use crate::tokens::TokenCounter;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
-use tokio::sync::Semaphore;
 
 /// The flows' shared state. Cheap to clone.
 #[derive(Clone)]
@@ -30,7 +30,8 @@ pub struct Service<S> {
     tokens: TokenCounter,
     /// Checkpoints one conversation may hold; a proposal past it is refused.
     max_checkpoints: i64,
-    cpu: Arc<CpuSlots>,
+    /// CPU tasks each tenant may run at once.
+    cpu: Arc<TenantSlots>,
 }
 
 impl<S: Store> Service<S> {
@@ -48,10 +49,7 @@ impl<S: Store> Service<S> {
             policy,
             tokens,
             max_checkpoints,
-            cpu: Arc::new(CpuSlots {
-                per_tenant: cpu_per_tenant.max(1),
-                tenants: Mutex::default(),
-            }),
+            cpu: Arc::new(TenantSlots::new(cpu_per_tenant)),
         }
     }
 
@@ -62,14 +60,7 @@ impl<S: Store> Service<S> {
         tenant: &TenantId,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T> {
-        let slots = {
-            let mut tenants = self.cpu.tenants.lock().unwrap_or_else(|p| p.into_inner());
-            let slots = tenants
-                .entry(tenant.clone())
-                .or_insert_with(|| Arc::new(Semaphore::new(self.cpu.per_tenant)));
-            slots.clone()
-        };
-        let _slot = slots
+        let _slot = (self.cpu.of(tenant))
             .acquire_owned()
             .await
             .map_err(|_| Error::Blocking(None))?;
@@ -159,12 +150,6 @@ pub enum Error {
     /// A task run off the async workers panicked or was cancelled (or its slots closed).
     #[error("a blocking task failed: {0:?}")]
     Blocking(Option<tokio::task::JoinError>),
-}
-
-/// Each tenant's CPU slots; tenants come from the configured keys, so the map is bounded.
-struct CpuSlots {
-    per_tenant: usize,
-    tenants: Mutex<HashMap<TenantId, Arc<Semaphore>>>,
 }
 
 /// Times how long a write holds its conversation's lock, from the lock to the end of the
