@@ -31,6 +31,9 @@ struct Lane {
     /// The tau-bench turn behind each logged turn; a summary quotes them whole, so it holds
     /// whatever evidence the service derives for them within the proposal's range.
     turns: Vec<usize>,
+    /// Whether the service derived anchors for each logged turn (its append answer named some):
+    /// a range of turns without any can only be rejected, so the lane does not propose one.
+    anchored: Vec<bool>,
     /// The tau-bench turns of the append in flight, logged once it is acknowledged.
     pending: Vec<usize>,
     /// The last turn a checkpoint advanced to, and that checkpoint.
@@ -45,6 +48,7 @@ impl Lane {
         self.generation += 1;
         self.conversation = format!("soak-{}-{}", self.lane, self.generation);
         self.turns.clear();
+        self.anchored.clear();
         self.advanced = -1;
         self.latest = None;
     }
@@ -70,7 +74,7 @@ impl Lane {
             let body = append_body(turns, &idx);
             self.pending = idx;
             ("append", Method::POST, "/turns".into(), Some(body), 201)
-        } else if roll < 45 && !quoted.is_empty() {
+        } else if roll < 45 && proposal.iter().any(|&id| self.anchored[id as usize]) {
             let (from, to) = (proposal[0], *proposal.last().unwrap());
             let summary = format!("Soak summary: {}", quoted.join("\n"));
             let body = json!({
@@ -108,7 +112,15 @@ impl Lane {
     /// Learns from a successful answer what the next requests need.
     fn learn(&mut self, op: &str, body: &Value) {
         match op {
-            "append" => self.turns.append(&mut self.pending),
+            "append" => {
+                self.turns.append(&mut self.pending);
+                let answered = body["turns"].as_array().map_or(&[][..], Vec::as_slice);
+                self.anchored.extend(answered.iter().map(|turn| {
+                    turn["anchors"]
+                        .as_array()
+                        .is_some_and(|anchors| !anchors.is_empty())
+                }));
+            }
             "propose" => {
                 self.latest = body["checkpoint_id"].as_i64();
                 if let Some(advanced) = body["advanced_to"].as_i64() {
@@ -208,6 +220,7 @@ async fn soak_mixed_traffic_at_a_steady_rate_keeps_memory_flat_and_answers_witho
                 generation: 0,
                 conversation: format!("soak-{lane}-0"),
                 turns: Vec::new(),
+                anchored: Vec::new(),
                 pending: Vec::new(),
                 advanced: -1,
                 latest: None,
