@@ -12,7 +12,9 @@ ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot
 
 # ---- build ----------------------------------------------------------------------------------
 # The full (not -slim) image: the bundled SQLite is compiled by cc and needs gcc. No TLS libraries
-# are needed: reqwest and sqlx are built without TLS.
+# are needed: reqwest is built without TLS, and sqlx's TLS to Postgres is rustls on ring (compiled
+# by cc too) with the Mozilla roots built in, so the runtime image needs no CA bundle either (mount
+# the CA file that DATABASE_URL's sslrootcert names).
 FROM ${RUST_IMAGE} AS builder
 WORKDIR /build
 

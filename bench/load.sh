@@ -170,7 +170,7 @@ start_service() {
   local port
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   URL=http://127.0.0.1:$port
-  DATABASE_URL="postgres://$PGUSER@$PGHOST:$PGPORT/$BENCH_DB" \
+  DATABASE_URL="postgres://$PGUSER@$PGHOST:$PGPORT/$BENCH_DB${LOAD_DB_QUERY:+?$LOAD_DB_QUERY}" \
   GATEKEEPER_LISTEN=127.0.0.1:$port \
   GATEKEEPER_API_KEYS="$TENANT:$KEY" \
   GATEKEEPER_LOG=warn \

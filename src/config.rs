@@ -545,6 +545,32 @@ mod tests {
     }
 
     #[test]
+    fn passwords_are_redacted_with_tls_query_parameters_present() {
+        assert_eq!(
+            redact_url(
+                "postgres://u:secret@db.example:5432/gk?sslmode=verify-full&sslrootcert=/etc/gk/ca.pem"
+            ),
+            "postgres://u:<redacted>@db.example:5432/gk?sslmode=verify-full&sslrootcert=/etc/gk/ca.pem"
+        );
+        // An `@` in a query value is not the end of the user info.
+        assert_eq!(
+            redact_url(
+                "postgres://u:secret@h/gk?sslmode=verify-ca&sslrootcert=/certs/ops@corp/ca.pem"
+            ),
+            "postgres://u:<redacted>@h/gk?sslmode=verify-ca&sslrootcert=/certs/ops@corp/ca.pem"
+        );
+        // An unescaped `@` or `/` in the password is still inside the user info.
+        assert_eq!(
+            redact_url("postgres://u:p@ss/w@h/gk?sslmode=require"),
+            "postgres://u:<redacted>@h/gk?sslmode=require"
+        );
+        assert_eq!(
+            redact_url("postgres://h/gk?sslmode=prefer&sslrootcert=/ca.pem"),
+            "postgres://h/gk?sslmode=prefer&sslrootcert=/ca.pem"
+        );
+    }
+
+    #[test]
     fn a_key_entry_written_backwards_is_refused_without_quoting_the_secret() {
         let secret = "s3cr3t-0123456789abcdef";
         let error = ApiKeys::parse(&format!("{secret}:acme")).unwrap_err();

@@ -18,6 +18,20 @@ fn before_profiles(backend: Backend) -> i64 {
     }
 }
 
+/// The backend's migrations up to the last one before term profiles: a database as an older
+/// release left it.
+fn migrator_before_profiles(backend: Backend) -> sqlx::migrate::Migrator {
+    let last = before_profiles(backend);
+    sqlx::migrate::Migrator {
+        migrations: migrator(backend)
+            .iter()
+            .filter(|m| m.version <= last)
+            .cloned()
+            .collect(),
+        ..sqlx::migrate::Migrator::DEFAULT
+    }
+}
+
 /// Writes rows as the previous version did: three real turns (the first and last with the
 /// anchors it derived, the middle one with anchors its client sent) and a checkpoint over the
 /// first two that covers the first.
@@ -60,8 +74,8 @@ async fn write_old_rows(url: &str, turns: &[(String, String, Vec<String>)], summ
     match backend() {
         Backend::Postgres => {
             let pool = sqlx::PgPool::connect(url).await.unwrap();
-            migrator(Backend::Postgres)
-                .run_to(before_profiles(Backend::Postgres), &pool)
+            migrator_before_profiles(Backend::Postgres)
+                .run(&pool)
                 .await
                 .unwrap();
             sqlx::query("INSERT INTO conversations (tenant, conversation, next_id, total_tokens, checkpoint_count, latest_checkpoint) VALUES ('default', 'old', 3, 60, 1, 1)")
@@ -79,8 +93,8 @@ async fn write_old_rows(url: &str, turns: &[(String, String, Vec<String>)], summ
         }
         Backend::Sqlite => {
             let pool = sqlx::SqlitePool::connect(url).await.unwrap();
-            migrator(Backend::Sqlite)
-                .run_to(before_profiles(Backend::Sqlite), &pool)
+            migrator_before_profiles(Backend::Sqlite)
+                .run(&pool)
                 .await
                 .unwrap();
             sqlx::query("INSERT INTO conversations (tenant, conversation, next_id, total_tokens, checkpoint_count, latest_checkpoint) VALUES ('default', 'old', 3, 60, 1, 1)")

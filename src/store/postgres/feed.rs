@@ -72,7 +72,7 @@ async fn report(
         let Ok(received) = tokio::time::timeout(heartbeat.every, listener.try_recv()).await else {
             // Quiet for a while: make sure the server is still there. A notification arriving
             // meanwhile is buffered by the listener and returned by the next `try_recv`.
-            let check = sqlx::raw_sql("SELECT 1").execute(&mut *listener);
+            let check = ping(listener);
             match tokio::time::timeout(heartbeat.timeout, check).await {
                 Ok(Ok(_)) => continue,
                 Ok(Err(e)) => {
@@ -111,6 +111,15 @@ async fn report(
             }
         }
     }
+}
+
+/// A boxed future: sqlx 0.8's `Executor` for `&mut PgListener` is not general enough for the
+/// `Send` check of an async trait method's future when awaited inline.
+fn ping(
+    listener: &mut PgListener,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), sqlx::Error>> + Send + '_>> {
+    use sqlx::Executor;
+    Box::pin(async move { listener.execute("SELECT 1").await.map(drop) })
 }
 
 async fn listen(options: &PgConnectOptions) -> Result<PgListener, sqlx::Error> {

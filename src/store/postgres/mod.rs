@@ -11,7 +11,7 @@ pub use tx::PgTx;
 use sqlx::PgPool;
 use sqlx::error::DatabaseError;
 use sqlx::migrate::{MigrateDatabase, Migrator};
-use sqlx::postgres::{PgConnectOptions, PgDatabaseError, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgDatabaseError, PgPoolOptions, PgSslMode};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -37,6 +37,7 @@ impl PgStore {
         startup_wait: Duration,
     ) -> anyhow::Result<Self> {
         let options = PgConnectOptions::from_str(url)?;
+        check_certificate_files(url, options.get_ssl_mode())?;
         let started = std::time::Instant::now();
         let mut pause = Duration::from_millis(250);
         let exists = loop {
@@ -52,14 +53,7 @@ impl PgStore {
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_secs(5));
                 }
-                Err(e) => {
-                    return Err(anyhow::anyhow!(
-                        "cannot reach Postgres at {}:{} (waited {:.1}s): {e}",
-                        options.get_host(),
-                        options.get_port(),
-                        started.elapsed().as_secs_f64()
-                    ));
-                }
+                Err(e) => return Err(connect_error(&options, started.elapsed(), e)),
             }
         };
         if !exists {
@@ -77,10 +71,57 @@ impl PgStore {
         let pool = PgPoolOptions::new()
             .max_connections(pool_size)
             .acquire_timeout(acquire_timeout)
-            .connect_with(options)
+            .connect_with(options.clone())
             .await?;
         MIGRATOR.run(&pool).await?;
-        Ok(Self { pool })
+        let store = Self { pool };
+        store.log_transport(&options).await;
+        Ok(store)
+    }
+
+    /// Whether a pooled connection is encrypted, as the server sees it (`pg_stat_ssl`).
+    pub async fn connection_encrypted(&self) -> Result<bool, sqlx::Error> {
+        sqlx::query_scalar("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+            .fetch_optional(&self.pool)
+            .await
+            .map(|ssl: Option<bool>| ssl.unwrap_or(false))
+    }
+
+    /// Says once, at start, whether the connection is encrypted and its certificate checked:
+    /// under the default `sslmode=prefer` a server without TLS is used in plaintext, and that
+    /// should not go unnoticed when the server is on another host.
+    async fn log_transport(&self, options: &PgConnectOptions) {
+        let server = format!("{}:{}", options.get_host(), options.get_port());
+        let sslmode = ssl_mode_name(options.get_ssl_mode());
+        let verified = matches!(
+            options.get_ssl_mode(),
+            PgSslMode::VerifyCa | PgSslMode::VerifyFull
+        );
+        let local = is_local(options);
+        match self.connection_encrypted().await {
+            Ok(true) => tracing::info!(
+                server,
+                sslmode,
+                certificate_verified = verified,
+                "connected to Postgres over TLS"
+            ),
+            // Nothing crosses a network, or plaintext was asked for (`sslmode=disable`).
+            Ok(false) if local || matches!(options.get_ssl_mode(), PgSslMode::Disable) => {
+                tracing::info!(server, sslmode, "connected to Postgres without TLS")
+            }
+            Ok(false) => tracing::warn!(
+                server,
+                sslmode,
+                "the connection to Postgres is NOT encrypted; set \
+                 sslmode=verify-full&sslrootcert=<CA file> in DATABASE_URL to refuse plaintext \
+                 and check the server's certificate"
+            ),
+            Err(e) => tracing::debug!(
+                server,
+                error = %e,
+                "cannot tell whether the connection to Postgres is encrypted"
+            ),
+        }
     }
 
     /// Wraps a pool whose database is already migrated.
@@ -94,12 +135,113 @@ impl PgStore {
 }
 
 /// Errors that mean "the server is not accepting connections yet": refused, reset, or starting up.
+/// A failed TLS handshake (a certificate refused: an I/O error of kind `InvalidData` from rustls,
+/// or sqlx's own TLS error) will not heal by waiting.
 fn is_not_up_yet(e: &sqlx::Error) -> bool {
     match e {
-        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut => true,
+        sqlx::Error::Io(io) => io.kind() != std::io::ErrorKind::InvalidData,
+        sqlx::Error::PoolTimedOut => true,
         sqlx::Error::Database(db) => db.code().is_some_and(|c| c == "57P03"),
         _ => false,
     }
+}
+
+fn is_tls_failure(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Tls(_) => true,
+        sqlx::Error::Io(io) => io.kind() == std::io::ErrorKind::InvalidData,
+        _ => false,
+    }
+}
+
+/// Why the first connection failed, naming the server, and for a TLS failure the `sslmode`.
+fn connect_error(options: &PgConnectOptions, waited: Duration, e: sqlx::Error) -> anyhow::Error {
+    let server = format!("{}:{}", options.get_host(), options.get_port());
+    if !is_tls_failure(&e) {
+        return anyhow::anyhow!(
+            "cannot reach Postgres at {server} (waited {:.1}s): {e}",
+            waited.as_secs_f64()
+        );
+    }
+    // A refused certificate comes from rustls as an I/O error (`InvalidData`).
+    let certificate = matches!(e, sqlx::Error::Io(_));
+    let hint = match options.get_ssl_mode() {
+        _ if !certificate => "",
+        PgSslMode::VerifyCa => {
+            "; sslrootcert must hold the CA that signed the server's certificate"
+        }
+        PgSslMode::VerifyFull => {
+            "; sslrootcert must hold the CA that signed the server's certificate, and the \
+             certificate must name the host of DATABASE_URL"
+        }
+        _ => "",
+    };
+    anyhow::anyhow!(
+        "cannot connect to Postgres at {server} over TLS (sslmode={}): {e}{hint}",
+        ssl_mode_name(options.get_ssl_mode())
+    )
+}
+
+/// Reads the certificate files that `DATABASE_URL` (or `PGSSLROOTCERT`, `PGSSLCERT`, `PGSSLKEY`)
+/// names, up front: a missing or unreadable one is a configuration error, said with its path,
+/// not a server to wait for (sqlx would report a bare I/O error, retried as "not up yet"). The
+/// root certificate only where it is read: under `verify-ca` and `verify-full`.
+fn check_certificate_files(url: &str, mode: PgSslMode) -> anyhow::Result<()> {
+    let url = url::Url::parse(url)?;
+    let verifies = matches!(mode, PgSslMode::VerifyCa | PgSslMode::VerifyFull);
+    let settings = [
+        (
+            "sslrootcert",
+            &["sslrootcert", "ssl-root-cert", "ssl-ca"][..],
+            "PGSSLROOTCERT",
+        ),
+        ("sslcert", &["sslcert", "ssl-cert"][..], "PGSSLCERT"),
+        ("sslkey", &["sslkey", "ssl-key"][..], "PGSSLKEY"),
+    ];
+    for (name, keys, env) in settings {
+        if name == "sslrootcert" && !verifies {
+            continue;
+        }
+        let in_url = url
+            .query_pairs()
+            .filter(|(key, _)| keys.contains(&key.as_ref()))
+            .map(|(_, value)| value.into_owned())
+            .last();
+        let Some(path) = in_url.or_else(|| std::env::var(env).ok()) else {
+            continue;
+        };
+        if let Err(e) = std::fs::File::open(&path) {
+            anyhow::bail!(
+                "cannot read the {name} file {path} named for the Postgres connection: {e}"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The `sslmode` as it is spelled in a URL.
+fn ssl_mode_name(mode: PgSslMode) -> &'static str {
+    match mode {
+        PgSslMode::Disable => "disable",
+        PgSslMode::Allow => "allow",
+        PgSslMode::Prefer => "prefer",
+        PgSslMode::Require => "require",
+        PgSslMode::VerifyCa => "verify-ca",
+        PgSslMode::VerifyFull => "verify-full",
+    }
+}
+
+/// A Unix socket or a loopback address: nothing crosses a network.
+fn is_local(options: &PgConnectOptions) -> bool {
+    options.get_socket().is_some()
+        || options.get_host().starts_with('/')
+        || options.get_host().eq_ignore_ascii_case("localhost")
+        || options
+            .get_host()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Postgres faults a retry may fix: 08xxx connection exceptions, 57P01..03 shutdown or not

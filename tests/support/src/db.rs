@@ -164,11 +164,10 @@ impl Drop for PgDatabase {
             runtime.block_on(async {
                 use sqlx::Connection;
                 if let Ok(mut conn) = sqlx::PgConnection::connect(&admin_url).await {
-                    let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
-                        "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
-                    )))
-                    .execute(&mut conn)
-                    .await;
+                    let _ =
+                        sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+                            .execute(&mut conn)
+                            .await;
                 }
             });
         })
