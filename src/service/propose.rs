@@ -154,7 +154,7 @@ impl<S: Store> Service<S> {
             let facts = tx
                 .turn_facts(tenant, conversation, proposal.from, proposal.to)
                 .await?;
-            tracing::info!(conversation = %conversation, "the range's facts changed during the decision; deciding again");
+            tracing::info!(tenant = %tenant, conversation = %conversation, "the range's facts changed during the decision; deciding again");
             metrics::counter!("gatekeeper_compaction_redecisions_total").increment(1);
             decision = self.decide(tenant, proposal.clone(), facts).await?.1;
         }

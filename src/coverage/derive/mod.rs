@@ -145,7 +145,9 @@ fn ranked<'a>(
 /// rendered `100000.0`) cost content × candidates: 6.3 s for 200,000 of them.
 const MAX_VERBATIM_MISSES: usize = 32;
 
-/// [`ranked`], counting in `scans` how many times the content was searched.
+/// [`ranked`], counting in `scans` how many times the content was searched: at most
+/// [`MAX_VERBATIM_MISSES`] + `limit`, since a candidate already kept is recognised before its
+/// look, and every look either misses or keeps.
 fn ranked_counting<'a>(
     content: &str,
     mut candidates: Vec<Candidate<'a>>,
@@ -165,6 +167,12 @@ fn ranked_counting<'a>(
         if !keep(&candidate) {
             continue;
         }
+        let Some(key) = match_key(&candidate.text) else {
+            continue;
+        };
+        if seen.contains(&key) {
+            continue;
+        }
         if let Cow::Owned(text) = &candidate.text {
             if misses == MAX_VERBATIM_MISSES {
                 continue;
@@ -175,27 +183,24 @@ fn ranked_counting<'a>(
                 continue;
             }
         }
-        let key = if candidate.text.is_ascii() {
-            // Trimmed to alphanumeric ends already; NFKC leaves ASCII as it is.
-            candidate.text.to_ascii_lowercase()
-        } else {
-            // Matched after NFKC, which can turn an alphanumeric end into punctuation (`㈠` is
-            // `(一)`); such a token could not be matched on word boundaries.
-            let normalized: String = candidate.text.nfkc().collect();
-            if !normalized.starts_with(char::is_alphanumeric)
-                || !normalized.ends_with(char::is_alphanumeric)
-            {
-                continue;
-            }
-            caseless::default_case_fold_str(&normalized)
-        };
-        if seen.contains(&key) {
-            continue;
-        }
         seen.push(key);
         kept.push(candidate);
     }
     kept
+}
+
+/// A candidate as the matcher compares it (NFKC + case folding), or `None` when it could not be
+/// matched on word boundaries.
+fn match_key(text: &str) -> Option<String> {
+    if text.is_ascii() {
+        // Trimmed to alphanumeric ends already; NFKC leaves ASCII as it is.
+        return Some(text.to_ascii_lowercase());
+    }
+    // Matched after NFKC, which can turn an alphanumeric end into punctuation (`㈠` is `(一)`);
+    // such a token could not be matched on word boundaries.
+    let normalized: String = text.nfkc().collect();
+    (normalized.starts_with(char::is_alphanumeric) && normalized.ends_with(char::is_alphanumeric))
+        .then(|| caseless::default_case_fold_str(&normalized))
 }
 
 /// The tier of a token (already trimmed to alphanumeric ends), or `None` if it is not
@@ -314,5 +319,19 @@ mod tests {
             assert_eq!(kept.len(), 0, "limit {limit}");
             assert_eq!(scans, MAX_VERBATIM_MISSES, "limit {limit}");
         }
+    }
+
+    #[test]
+    fn a_number_written_many_times_otherwise_than_rendered_is_looked_for_once() {
+        // Every `1e5` renders `100000.0`, found once at the end: the first look keeps it, and
+        // the 19,999 others are recognised as kept without a look.
+        let content = format!("[{},100000.0]", vec!["1e5"; 20_000].join(","));
+        let mut scans = 0;
+        let candidates = candidates_of(&content, AnchorSource::ToolOutput);
+        assert!(candidates.len() >= 20_000, "{}", candidates.len());
+        let kept = ranked_counting(&content, candidates, |_| true, 16, &mut scans);
+        let kept: Vec<&str> = kept.iter().map(|c| c.text.as_ref()).collect();
+        assert_eq!(kept, ["100000.0"]);
+        assert_eq!(scans, 1);
     }
 }
