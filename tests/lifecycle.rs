@@ -1,5 +1,6 @@
 //! The real binary's life: configuration errors, draining on SIGTERM, waiting for Postgres.
 
+use gatekeeper_test_support::free_port;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -22,14 +23,6 @@ fn scratch_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("gk-lifecycle-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     dir
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 async fn start(data_dir: &PathBuf, port: u16, extra_env: &[(&str, &str)]) -> Child {

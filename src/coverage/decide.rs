@@ -1,11 +1,12 @@
 //! The rules: from a proposal and the raw turns of its range to a verdict.
 
 use super::distinctive::{TurnCheck, checks};
+use super::matching::{AnchorId, AnchorSet};
 use super::model::{
     AnchorRule, CoveragePath, Mode, Outcome, Policy, Proposal, Reason, Rejection, Role,
     TruncationSignal, TurnDetail, TurnFacts, TurnStatus, Verdict,
 };
-use super::normalize::{AnchorId, AnchorSet, normalize};
+use super::normalize::normalize;
 use super::ranges::{IdRange, IdRanges};
 use super::terms::terms_of_normalized;
 
@@ -164,7 +165,7 @@ impl<'c, 'a> AnchorCheck<'c, 'a> {
 /// Which anchors of each check the summary holds (rule 2's matching): the client's anchors
 /// through one search of the summary for all of them; derived anchors (single tokens, rule 2b)
 /// by whether their normalized text is one of the summary's terms, which is the same test.
-fn presence(checks: &[TurnCheck<'_>], summary: &str) -> Vec<u64> {
+fn presence(checks: &[TurnCheck<'_>], summary: &str) -> (Vec<u64>, bool) {
     let normalized = normalize(summary);
     let mut set = AnchorSet::new();
     // The client's anchors' ids, back to back (one allocation, not one per turn).
@@ -174,10 +175,11 @@ fn presence(checks: &[TurnCheck<'_>], summary: &str) -> Vec<u64> {
         .flat_map(|c| c.anchors())
         .map(|a| set.insert(a))
         .collect();
-    let found = if set.is_empty() {
-        Vec::new()
+    let (found, cut) = if set.is_empty() {
+        (Vec::new(), false)
     } else {
-        set.find_first(&normalized)
+        let (found, work) = set.find_first_counting(&normalized);
+        (found, work.cut)
     };
     let terms = if checks.iter().any(|c| c.is_derived() && !c.is_empty()) {
         terms_of_normalized(normalized.as_str())
@@ -185,7 +187,7 @@ fn presence(checks: &[TurnCheck<'_>], summary: &str) -> Vec<u64> {
         Default::default()
     };
     let mut next = 0;
-    checks
+    let masks = checks
         .iter()
         .map(|c| {
             let held = |i: usize| -> bool {
@@ -203,7 +205,8 @@ fn presence(checks: &[TurnCheck<'_>], summary: &str) -> Vec<u64> {
             }
             mask
         })
-        .collect()
+        .collect();
+    (masks, cut)
 }
 
 /// A verdict, and for the checkpoint that persists it, which derived anchors decided.
@@ -214,6 +217,10 @@ pub struct Decision {
     /// anchors found in the summary (bit i: candidate i); 0 unless the turn is covered on
     /// derived anchors.
     pub candidates_used: Vec<u16>,
+    /// The matcher ran out of its work budget ([`crate::coverage::matching::Work`]): some
+    /// client anchors were counted absent without being looked for to the end, so their turns
+    /// are uncovered (never claimed). Only adversarial summaries and anchors get here.
+    pub matching_cut: bool,
 }
 
 /// Decides which turns of `[proposal.from, proposal.to]` the summary really covers.
@@ -255,7 +262,7 @@ pub fn decide_with_evidence(
     // Rules 2 and 2b: which anchors to check, then one pass over the summary for all of them.
     let turn_checks = checks(&turns, policy);
     let mut used: Vec<u16> = turn_checks.iter().map(|c| c.candidates_used()).collect();
-    let present = presence(&turn_checks, &proposal.summary);
+    let (present, matching_cut) = presence(&turn_checks, &proposal.summary);
     let checks: Vec<AnchorCheck> = turn_checks
         .iter()
         .zip(present)
@@ -410,5 +417,6 @@ pub fn decide_with_evidence(
     Ok(Decision {
         verdict,
         candidates_used: used,
+        matching_cut,
     })
 }

@@ -9,9 +9,11 @@ pub mod decide;
 pub mod derive;
 /// Which anchors rule 2 checks per turn of a range: given, or distinctive derived ones (2b).
 pub mod distinctive;
+/// Word-bounded multi-anchor matching, its work bounded by its input.
+pub mod matching;
 /// Turns, proposals, policy and the verdict.
 pub mod model;
-/// NFKC + case folding + whitespace collapsing, and word-bounded multi-anchor matching.
+/// NFKC + case folding + whitespace collapsing.
 pub mod normalize;
 /// A turn's candidate anchors and term keys, stored with it.
 pub mod profile;
@@ -21,7 +23,7 @@ pub mod ranges;
 pub mod terms;
 
 pub use decide::{Decision, ProposalError, decide, decide_with_evidence, truncation_signals};
+pub use matching::{Evidence, anchor_present, locate};
 pub use model::*;
-pub use normalize::{Evidence, anchor_present, locate};
 pub use profile::TermProfile;
 pub use ranges::{IdRange, IdRanges};

@@ -116,7 +116,18 @@ impl<S: Store> Service<S> {
                 (proposal, decision)
             })
             .await?;
-        Ok((proposal, decision?))
+        let decision = decision?;
+        if decision.matching_cut {
+            // Fail closed, loudly: the turns it leaves uncovered are answered from the raw log.
+            tracing::warn!(
+                tenant = %tenant,
+                from = proposal.from,
+                to = proposal.to,
+                "the anchor matcher ran out of its work budget; anchors not yet found count as absent"
+            );
+            metrics::counter!("gatekeeper_anchor_matching_cut_total").increment(1);
+        }
+        Ok((proposal, decision))
     }
 
     /// Under the lock: checks what can have changed since the decision, and persists it.

@@ -4,7 +4,7 @@
 use crate::support::*;
 use gatekeeper::config::ServeConfig;
 use reqwest::{Method, StatusCode};
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[tokio::test]
 async fn requests_with_unknown_methods_add_no_metric_labels() {
@@ -351,4 +351,39 @@ async fn checkpoints_are_listed_a_page_at_a_time_newest_first() {
         let path = format!("/v1/conversations/c/compactions?{bad}");
         problem(app.get(&path).await, StatusCode::BAD_REQUEST).await;
     }
+}
+
+#[tokio::test]
+async fn anchors_built_to_make_the_matcher_walk_are_decided_in_linear_work() {
+    let app = spawn_app().await;
+    // 10 turns × 64 given anchors, each 40 `a`s and a word of its own; a summary of 400,000
+    // `a`s holds none of them. Walked occurrence by occurrence this is 640 × 400,000
+    // comparisons of ~80 bytes (minutes); bounded, the automaton decides it at once.
+    let turns: Vec<Value> = (0..10)
+        .map(|t| {
+            let anchors: Vec<String> = (0..64)
+                .map(|k| format!("{}x{t}y{k}", "a ".repeat(40)))
+                .collect();
+            json!({ "role": "user", "content": anchors.join(" "), "tokens": 500, "anchors": anchors })
+        })
+        .collect();
+    expect(app.append("c", json!(turns)).await, StatusCode::CREATED).await;
+    let summary = format!("{}done.", "a ".repeat(400_000));
+    let verdict = problem(
+        app.propose(
+            "c",
+            json!({ "from": 0, "to": 9, "summary": summary, "summary_budget": 1_000_000 }),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(verdict["outcome"], "rejected", "{verdict}");
+    let turns = verdict["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 10);
+    assert!(
+        turns.iter().all(|t| t["reason"] == "anchor_missing"
+            && t["missing_anchors"].as_array().unwrap().len() == 64),
+        "{verdict}"
+    );
 }

@@ -29,8 +29,8 @@ use axum::response::{IntoResponse, Response};
         (status = 201, description = "Appended", body = AppendTurnsResponse),
         (status = 200, description = "Every turn was a replay; nothing written", body = AppendTurnsResponse),
         Problems, BodyProblems,
-        (status = 409, description = "Conflict", body = ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid request, or a rejected verdict", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Conflict: an id already stored with other content, or a gap", body = ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid request", body = ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]

@@ -1,5 +1,6 @@
 //! The service under test: the real binary on a free loopback port, and the HTTP calls made to it.
 
+use gatekeeper_test_support::free_port;
 use reqwest::Method;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -7,14 +8,6 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::process::{Child, Command};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// A service's output, removed when the last holder is dropped, unless a test is failing.
 #[derive(Debug)]

@@ -277,3 +277,13 @@ pub fn check_problem(body: &Value, status: StatusCode) {
         "problem `detail` in {body}"
     );
 }
+
+/// A loopback port free now, for a process the test starts itself (the real binary): the
+/// in-process app binds port 0 instead.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
