@@ -4,7 +4,7 @@ use crate::config::{LogFormat, ServeConfig};
 use crate::http::admission::Admission;
 use crate::http::rate_limit::RateLimiter;
 use crate::http::reconstruct_cache::ReconstructCache;
-use crate::http::{AppState, router};
+use crate::http::{AppState, Shared, router};
 use crate::service::Service;
 use crate::store::{Backend, PgStore, SqliteStore, Store};
 use crate::tokens::TokenCounter;
@@ -21,7 +21,7 @@ impl<S: Store> AppState<S> {
         let keys = config.validate()?;
         let decision = &config.decision;
         let tokens = TokenCounter::new(decision.tokenizer);
-        Ok(Self {
+        Ok(Shared {
             service: Service::new(
                 store,
                 decision.policy(),
@@ -49,7 +49,8 @@ impl<S: Store> AppState<S> {
                 config.max_in_flight,
                 config.max_in_flight_per_tenant,
             )),
-        })
+        }
+        .into())
     }
 }
 

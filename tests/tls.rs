@@ -1,12 +1,13 @@
 //! TLS to Postgres, through the service's own store (`PgStore::connect`, as `serve` connects):
 //!
-//! - on the local server (`ssl = on`, Debian's snakeoil certificate), `sslmode=require` and the
-//!   default `prefer` really encrypt, as the server sees it (`pg_stat_ssl`), and `disable` does not;
+//! - on the local server (`ssl = on`, Debian's snakeoil certificate), `sslmode=require` and
+//!   `prefer` really encrypt, as the server sees it (`pg_stat_ssl`); `disable` does not, nor does
+//!   a URL naming no `sslmode` on a loopback address (the service's default there);
 //!   an `sslrootcert` file that is not there is refused at once, naming it;
 //! - on a throwaway cluster started here with a CA and a server certificate made here (the
 //!   `openssl` CLI), `verify-full` with that CA succeeds by name and by address, and is refused
 //!   at once, saying why, with the wrong root, or with a host the certificate does not name;
-//!   `verify-ca` accepts that host; `require` checks no certificate; and on the same server with
+//!   so does `verify-ca` (sqlx 0.8.6 fails it closed); `require` checks no certificate; and on the same server with
 //!   TLS turned off, `require` is refused and `prefer` falls back to plaintext.
 //!
 //! Needs the local Postgres (`GATEKEEPER_TLS_TEST_SERVER`, default
@@ -73,13 +74,16 @@ async fn server_sees_tls(store: &PgStore) -> bool {
 }
 
 #[tokio::test]
-async fn require_and_the_default_prefer_encrypt_on_the_local_server() {
-    if !local_postgres_or_skip("require_and_the_default_prefer_encrypt_on_the_local_server") {
+async fn require_and_prefer_encrypt_on_the_local_server_and_the_loopback_default_does_not() {
+    if !local_postgres_or_skip(
+        "require_and_prefer_encrypt_on_the_local_server_and_the_loopback_default_does_not",
+    ) {
         return;
     }
     for (query, encrypted) in [
         ("?sslmode=require", true),
-        ("", true), // the default: prefer, and this server offers TLS
+        ("?sslmode=prefer", true), // this server offers TLS
+        ("", false), // the default on a loopback address: plaintext (nothing crosses a network)
         ("?sslmode=disable", false),
     ] {
         let db = PgDatabase::named(&format!("{}/postgres{query}", server()), "gk_tls");
@@ -224,7 +228,7 @@ async fn verify_full_accepts_only_the_ca_and_the_names_of_the_servers_certificat
     );
     eprintln!("require to a server without TLS: {error}");
     assert!(error.contains("server does not support TLS"), "{error}");
-    let url = format!("postgres://postgres@127.0.0.1:{port}/gatekeeper");
+    let url = format!("postgres://postgres@127.0.0.1:{port}/gatekeeper?sslmode=prefer");
     let store = connect(&url).await.expect("prefer falls back");
     assert!(!server_sees_tls(&store).await);
     store.close().await;
