@@ -135,11 +135,12 @@ impl AnchorSet {
     }
 }
 
-/// The matcher's work, in steps of about one byte compared or one match looked at. It may spend
-/// [`Work::PER_BYTE`] steps per byte of its input (the summary and the anchors): enough for any
-/// ordinary summary many times over. Past that an anchor not yet found counts as absent
-/// (`cut`): its turn is uncovered and answered from the raw log, never claimed, and the caller
-/// says so loudly.
+/// The matcher's work, in steps of about one byte compared or one match looked at. The word
+/// index may spend `budget` = [`Work::PER_BYTE`] steps per byte of its input (the summary and
+/// the anchors) walking occurrences, and hands what it could not finish to the automaton; the
+/// automaton's pass reads the text once and may look at `budget` matches. Past that an anchor
+/// not yet found counts as absent (`cut`): its turn is uncovered and answered from the raw log,
+/// never claimed, and the caller says so loudly. In all, at most 2 × budget + words + text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Work {
     pub steps: u64,
@@ -202,14 +203,18 @@ fn find_first_by_automaton(
         .kind(Some(AhoCorasickKind::NoncontiguousNFA))
         .build(patterns)
         .expect("anchor patterns are plain strings; building the automaton cannot fail");
-    // The automaton's own pass: linear in the text.
+    // The automaton's own pass is linear in the text; the matches it reports have a budget of
+    // their own, so that anchors the word index handed over are still looked for in full.
     work.steps += text.len() as u64;
     let mut remaining = patterns.len();
+    let mut matches = 0;
     for m in automaton.find_overlapping_iter(text) {
-        if !work.spend(1) {
+        if matches == work.budget {
             work.cut = true;
             break;
         }
+        matches += 1;
+        work.steps += 1;
         let id = m.pattern().as_usize();
         if found[id].is_none() && at_word_boundary(text, m.start(), m.end()) {
             found[id] = Some((m.start(), m.end()));
@@ -321,13 +326,14 @@ mod tests {
         }
     }
 
-    /// The most [`AnchorSet::find_first_counting`] may take: its budget, plus one step per byte
-    /// of the summary for the automaton's pass and one per word for the index.
+    /// The most [`AnchorSet::find_first_counting`] may take: its budget for the walks and one
+    /// for the matches, plus one step per byte of the summary for the automaton's pass and one
+    /// per word for the index.
     fn within_bound(set: &AnchorSet, summary: &str, work: Work) -> bool {
         let text = normalize(summary);
         let patterns: usize = set.patterns().iter().map(|p| p.len()).sum();
         let input = (text.as_str().len() + patterns) as u64;
-        work.budget == Work::PER_BYTE * (input + 1) && work.steps <= work.budget + 2 * input
+        work.budget == Work::PER_BYTE * (input + 1) && work.steps <= 2 * work.budget + 2 * input
     }
 
     #[test]
@@ -342,6 +348,26 @@ mod tests {
         let (found, work) = set.find_first_counting(&normalize(&summary));
         assert!(found.iter().all(Option::is_none));
         assert!(!work.cut, "the automaton decides them exactly: {work:?}");
+        assert!(within_bound(&set, &summary, work), "{work:?}");
+    }
+
+    #[test]
+    fn anchors_the_word_index_hands_over_past_its_budget_are_still_found() {
+        // 2,000 anchors `anchor-N`, all present: each walks the occurrences of `anchor` up to its
+        // own, about 2,000 × 1,000 × 12 bytes in all, well past the budget; the automaton finds
+        // the rest exactly.
+        let summary: String = (0..2_000).map(|i| format!("anchor-{i} ")).collect();
+        let mut set = AnchorSet::new();
+        let ids: Vec<AnchorId> = (0..2_000)
+            .map(|i| set.insert(&format!("anchor-{i}")))
+            .collect();
+        let (found, work) = set.find_first_counting(&normalize(&summary));
+        assert!(!work.cut, "{work:?}");
+        assert!(
+            work.steps > work.budget,
+            "the walks used their budget: {work:?}"
+        );
+        assert!(ids.iter().all(|&id| found[id].is_some()));
         assert!(within_bound(&set, &summary, work), "{work:?}");
     }
 
