@@ -207,13 +207,11 @@ fn find_first_by_automaton(
     // their own, so that anchors the word index handed over are still looked for in full.
     work.steps += text.len() as u64;
     let mut remaining = patterns.len();
-    let mut matches = 0;
-    for m in automaton.find_overlapping_iter(text) {
-        if matches == work.budget {
+    for (seen, m) in (0u64..).zip(automaton.find_overlapping_iter(text)) {
+        if seen == work.budget {
             work.cut = true;
             break;
         }
-        matches += 1;
         work.steps += 1;
         let id = m.pattern().as_usize();
         if found[id].is_none() && at_word_boundary(text, m.start(), m.end()) {
