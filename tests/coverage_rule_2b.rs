@@ -38,7 +38,11 @@ fn detail(v: &Verdict, id: i64) -> (Reason, Vec<String>, Vec<AnchorEvidence>) {
         .iter()
         .find(|t| t.id == id)
         .expect("an uncovered turn");
-    (t.reason, t.missing_anchors.clone(), t.evidence.clone())
+    (
+        t.reason,
+        t.missing_anchors.iter().map(|a| a.to_string()).collect(),
+        t.evidence.clone(),
+    )
 }
 
 fn shared(anchor: &str, turns_sharing: u32) -> AnchorEvidence {

@@ -238,7 +238,7 @@ fn rule_2_a_turn_is_anchored_only_when_its_anchors_are_in_the_summary() {
         let missing: Vec<&str> = v
             .turns
             .iter()
-            .flat_map(|t| t.missing_anchors.iter().map(String::as_str))
+            .flat_map(|t| t.missing_anchors.iter().map(|a| a.as_str()))
             .collect();
         assert_eq!(missing, c.missing, "{}", c.name);
     }

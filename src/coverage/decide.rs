@@ -8,7 +8,8 @@ use super::model::{
 };
 use super::normalize::normalize;
 use super::ranges::{IdRange, IdRanges};
-use super::terms::terms_of_normalized;
+use super::terms::terms_by_key;
+use compact_str::CompactString;
 
 /// A proposal that cannot be decided at all (rule 8): a client error, not a verdict.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -148,13 +149,13 @@ impl<'c, 'a> AnchorCheck<'c, 'a> {
     /// The anchors the summary lacks, sorted and deduplicated so the verdict never depends on
     /// the order anchors were given in. Only uncovered turns ask, so covered ones allocate
     /// nothing.
-    fn missing(&self) -> Vec<String> {
-        let mut missing: Vec<String> = self
+    fn missing(&self) -> Vec<CompactString> {
+        let mut missing: Vec<CompactString> = self
             .check
             .anchors()
             .enumerate()
             .filter(|(i, _)| self.present & (1 << i) == 0)
-            .map(|(_, a)| a.to_owned())
+            .map(|(_, a)| CompactString::from(a))
             .collect();
         missing.sort_unstable();
         missing.dedup();
@@ -182,7 +183,7 @@ fn presence(checks: &[TurnCheck<'_>], summary: &str) -> (Vec<u64>, bool) {
         (found, work.cut)
     };
     let terms = if checks.iter().any(|c| c.is_derived() && !c.is_empty()) {
-        terms_of_normalized(normalized.as_str())
+        terms_by_key(normalized.as_str())
     } else {
         Default::default()
     };
@@ -192,7 +193,8 @@ fn presence(checks: &[TurnCheck<'_>], summary: &str) -> (Vec<u64>, bool) {
         .map(|c| {
             let held = |i: usize| -> bool {
                 if c.is_derived() {
-                    c.normalized(i).is_some_and(|n| terms.contains(n))
+                    c.derived(i)
+                        .is_some_and(|a| terms.get(&a.key) == Some(&a.normalized))
                 } else {
                     found[given[next + i]].is_some()
                 }
@@ -273,7 +275,8 @@ pub fn decide_with_evidence(
     let mut uncovered = IdRanges::new();
     let mut not_compacted = IdRanges::new();
     let mut contradictions = IdRanges::new();
-    let mut details = Vec::new();
+    // Sized once: a summary that lost most of a long range lists most of its turns.
+    let mut details = Vec::with_capacity(turns.len());
     let mut mark = |id: i64, status: TurnStatus, reason: Reason, check: &AnchorCheck| {
         match status {
             TurnStatus::Uncovered => uncovered.push(id),

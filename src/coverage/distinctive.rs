@@ -14,8 +14,8 @@
 //! exactly what the decision will check.
 
 use super::model::{AnchorEvidence, Policy, TurnAnchors, TurnFacts};
-use super::profile::{MAX_CANDIDATES, TermProfile};
-use super::terms::{TermKey, TermKeyMap};
+use super::profile::{Candidate, MAX_CANDIDATES, TermProfile};
+use super::terms::TermKey;
 
 /// What rule 2 checks for one turn. Small and allocation-free: a decision builds thousands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +29,10 @@ enum Check<'a> {
     /// number of turns of the range that hold it.
     Derived {
         profile: &'a TermProfile,
-        picked: [(u8, u32); MAX_CANDIDATES],
+        /// Candidate indexes, and how many turns hold each (two arrays: a decision keeps
+        /// thousands of checks, and pairs would be padded to twice the size).
+        picked: [u8; MAX_CANDIDATES],
+        shared: [u32; MAX_CANDIDATES],
         len: u8,
     },
     /// A pinned turn whose anchors the service derives: nothing to check.
@@ -66,20 +69,18 @@ impl<'a> TurnCheck<'a> {
             Check::Derived {
                 profile, picked, ..
             } => profile
-                .candidate(usize::from(picked[i].0))
+                .candidate(usize::from(picked[i]))
                 .map_or("", |c| c.text),
             Check::Pinned => "",
         }
     }
 
-    /// A derived anchor's text normalized as the summary matcher reads it.
-    pub fn normalized(&self, i: usize) -> Option<&'a str> {
+    /// A derived anchor: its text, normalized text and key.
+    pub fn derived(&self, i: usize) -> Option<Candidate<'a>> {
         match self.0 {
             Check::Derived {
                 profile, picked, ..
-            } => profile
-                .candidate(usize::from(picked[i].0))
-                .map(|c| c.normalized),
+            } => profile.candidate(usize::from(picked[i])),
             _ => None,
         }
     }
@@ -88,7 +89,7 @@ impl<'a> TurnCheck<'a> {
     /// `any` rule only an anchor no other turn holds is enough on its own.
     pub fn turns_sharing(&self, i: usize) -> Option<u32> {
         match self.0 {
-            Check::Derived { picked, .. } => Some(picked[i].1),
+            Check::Derived { shared, .. } => Some(shared[i]),
             _ => None,
         }
     }
@@ -99,7 +100,7 @@ impl<'a> TurnCheck<'a> {
         match self.0 {
             Check::Derived { picked, len, .. } => picked[..usize::from(len)]
                 .iter()
-                .fold(0, |mask, &(i, _)| mask | 1 << i),
+                .fold(0, |mask, &i| mask | 1 << i),
             _ => 0,
         }
     }
@@ -109,7 +110,7 @@ impl<'a> TurnCheck<'a> {
         (0..self.len())
             .filter_map(|i| {
                 Some(AnchorEvidence {
-                    anchor: self.anchor(i).to_owned(),
+                    anchor: self.anchor(i).into(),
                     turns_sharing: self.turns_sharing(i)?,
                 })
             })
@@ -153,29 +154,30 @@ impl Sharing {
             .filter(|t| derived(t))
             .map(|t| t.profile.candidate_count())
             .sum();
-        // One counter per distinct key; most terms of a range are nobody's candidate, so a
-        // bitmap of the keys' low bits rules those out before the table is asked.
-        let mut counter_of: TermKeyMap<u32> =
-            TermKeyMap::with_capacity_and_hasher(candidates, Default::default());
-        let mut maybe = vec![0u64; PREFILTER_WORDS];
+        let mut counter_of = KeyTable::with_room_for(candidates);
         let mut slots = Vec::with_capacity(candidates);
         for turn in turns.iter().filter(|t| derived(t)) {
-            for key in turn.profile.candidate_keys() {
-                let next = counter_of.len() as u32;
-                slots.push(*counter_of.entry(key).or_insert(next));
-                let bit = prefilter_bit(key);
-                maybe[bit / 64] |= 1 << (bit % 64);
-            }
+            slots.extend(
+                turn.profile
+                    .candidate_keys()
+                    .map(|key| counter_of.insert(key)),
+            );
         }
         let mut counters = vec![0u32; counter_of.len()];
         if !counters.is_empty() {
+            // Which way the bitmap answers is a coin toss a branch would mispredict: the keys
+            // it lets through are gathered without one, then looked up.
+            let mut through = Vec::new();
             for turn in turns {
-                for &key in turn.profile.terms() {
-                    let bit = prefilter_bit(key);
-                    if maybe[bit / 64] & (1 << (bit % 64)) == 0 {
-                        continue;
-                    }
-                    if let Some(&counter) = counter_of.get(&key) {
+                let terms = turn.profile.terms();
+                through.resize(terms.len(), TermKey(0));
+                let mut n = 0;
+                for &key in terms {
+                    through[n] = key;
+                    n += usize::from(counter_of.may_hold(key));
+                }
+                for &key in &through[..n] {
+                    if let Some(counter) = counter_of.get(key) {
                         counters[counter as usize] += 1;
                     }
                 }
@@ -192,11 +194,81 @@ impl Sharing {
     }
 }
 
-/// Bits of the prefilter: 2^16, 8 KiB, well inside a cache.
-const PREFILTER_WORDS: usize = 1 << 10;
+/// Term key → counter, numbered in insertion order. Most terms of a range are nobody's
+/// candidate, so lookups mostly miss: a bitmap of the keys' low bits, small enough to stay in
+/// the nearest cache, rules most of them out before the table is read. The keys are hashes
+/// already: a multiplication spreads them over the table.
+struct KeyTable {
+    maybe: Vec<u64>,
+    /// Open addressing, at most half full: `key << 32 | counter + 1`; 0 is an empty slot.
+    slots: Vec<u64>,
+    shift: u32,
+    len: u32,
+}
 
-fn prefilter_bit(key: TermKey) -> usize {
-    (key.0 as usize) & (PREFILTER_WORDS * 64 - 1)
+/// Bits of the bitmap: 2^16, 8 KiB.
+const MAYBE_WORDS: usize = 1 << 10;
+
+impl KeyTable {
+    fn with_room_for(keys: usize) -> Self {
+        let size = (keys * 2).next_power_of_two().max(16);
+        KeyTable {
+            maybe: vec![0; MAYBE_WORDS],
+            slots: vec![0; size],
+            shift: 64 - size.trailing_zeros(),
+            len: 0,
+        }
+    }
+
+    fn home(&self, key: TermKey) -> usize {
+        (u64::from(key.0).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
+    }
+
+    fn maybe_bit(key: TermKey) -> (usize, u64) {
+        let bit = key.0 as usize & (MAYBE_WORDS * 64 - 1);
+        (bit / 64, 1 << (bit % 64))
+    }
+
+    /// False when the table surely lacks the key.
+    fn may_hold(&self, key: TermKey) -> bool {
+        let (word, bit) = Self::maybe_bit(key);
+        self.maybe[word] & bit != 0
+    }
+
+    /// The key's counter, numbering it if it is new.
+    fn insert(&mut self, key: TermKey) -> u32 {
+        let (word, bit) = Self::maybe_bit(key);
+        self.maybe[word] |= bit;
+        let mask = self.slots.len() - 1;
+        let mut at = self.home(key);
+        loop {
+            match self.slots[at] {
+                0 => {
+                    self.slots[at] = u64::from(key.0) << 32 | u64::from(self.len + 1);
+                    self.len += 1;
+                    return self.len - 1;
+                }
+                slot if (slot >> 32) as u32 == key.0 => return slot as u32 - 1,
+                _ => at = (at + 1) & mask,
+            }
+        }
+    }
+
+    fn get(&self, key: TermKey) -> Option<u32> {
+        let mask = self.slots.len() - 1;
+        let mut at = self.home(key);
+        loop {
+            match self.slots[at] {
+                0 => return None,
+                slot if (slot >> 32) as u32 == key.0 => return Some(slot as u32 - 1),
+                _ => at = (at + 1) & mask,
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len as usize
+    }
 }
 
 /// The turn's first `count` candidates, fewest turns of the range holding them first (ties
@@ -206,20 +278,67 @@ fn rarest_in_range(
     counts: impl Iterator<Item = u32>,
     count: usize,
 ) -> TurnCheck<'_> {
-    let mut picked = [(0u8, 0u32); MAX_CANDIDATES];
+    let mut picked = [0u8; MAX_CANDIDATES];
+    let mut shared = [0u32; MAX_CANDIDATES];
     let mut n = 0;
-    for (i, shared) in counts.take(MAX_CANDIDATES).enumerate() {
-        picked[i] = (i as u8, shared);
+    for (i, holding) in counts.take(MAX_CANDIDATES).enumerate() {
+        (picked[i], shared[i]) = (i as u8, holding);
         n += 1;
     }
-    // Often every candidate is the turn's own (1) and the profile's order stands.
-    if picked[..n].windows(2).any(|w| w[0].1 > w[1].1) {
-        picked[..n].sort_by_key(|&(i, shared)| (shared, i));
-    }
     let len = count.min(n);
+    // Only the first `len` are read: pick them one by one (a few passes over at most 16)
+    // rather than sorting all, each ranked by one integer (count, then index).
+    // Often every candidate is the turn's own (1) and the profile's order already stands.
+    if shared[..n].windows(2).any(|w| w[0] > w[1]) {
+        let mut ranks = [u64::MAX; MAX_CANDIDATES];
+        for (rank, i) in ranks.iter_mut().zip(0..n) {
+            *rank = u64::from(shared[i]) << 8 | i as u64;
+        }
+        for slot in 0..len {
+            let rarest = (slot..n).fold(
+                slot,
+                |best, j| {
+                    if ranks[j] < ranks[best] { j } else { best }
+                },
+            );
+            ranks.swap(slot, rarest);
+            (picked[slot], shared[slot]) = ((ranks[slot] & 0xff) as u8, (ranks[slot] >> 8) as u32);
+        }
+    }
     TurnCheck(Check::Derived {
         profile: &turn.profile,
         picked,
+        shared,
         len: len as u8,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_table_numbers_each_key_once_and_knows_which_it_lacks() {
+        // Ten thousand keys in a table sized for them collide on their home slots many times.
+        let keys: Vec<TermKey> = (0..10_000u32)
+            .map(|i| TermKey(i.wrapping_mul(0x0100_0193)))
+            .collect();
+        let mut table = KeyTable::with_room_for(keys.len());
+        for (i, &key) in keys.iter().enumerate() {
+            assert_eq!(table.insert(key), i as u32);
+        }
+        for (i, &key) in keys.iter().enumerate() {
+            assert_eq!(
+                table.insert(key),
+                i as u32,
+                "a second insert numbers nothing"
+            );
+            assert_eq!(table.get(key), Some(i as u32));
+        }
+        assert_eq!(table.len(), keys.len());
+        let absent = (10_000..20_000u32).map(|i| TermKey(i.wrapping_mul(0x0100_0193)));
+        for key in absent {
+            assert_eq!(table.get(key), None, "{key:?}");
+        }
+    }
 }

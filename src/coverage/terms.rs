@@ -93,13 +93,14 @@ pub fn term_keys(content: &str) -> Vec<TermKey> {
     keys
 }
 
-/// Every term of an already normalized text (a summary), as text: a countable anchor is in the
-/// text at word boundaries exactly when its normalized form is one of them.
-pub fn terms_of_normalized(text: &str) -> foldhash::HashSet<&str> {
-    let mut terms = foldhash::HashSet::default();
+/// Every term of an already normalized text (a summary), by key: a countable anchor is in the
+/// text at word boundaries exactly when its key maps to its normalized form. Of terms that share
+/// a key only the first is kept, so a collision can only make a present anchor look absent.
+pub fn terms_by_key(text: &str) -> TermKeyMap<&str> {
+    let mut terms = TermKeyMap::with_capacity_and_hasher(text.len() / 8, Default::default());
     // Lone words that cannot be anchors would never be looked up: no need to leave them out.
     for_each_term(text, false, |term| {
-        terms.insert(term);
+        terms.entry(key_of_normalized(term)).or_insert(term);
     });
     terms
 }
