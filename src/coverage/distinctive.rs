@@ -197,7 +197,8 @@ impl Sharing {
 /// Term key → counter, numbered in insertion order. Most terms of a range are nobody's
 /// candidate, so lookups mostly miss: a bitmap of the keys' low bits, small enough to stay in
 /// the nearest cache, rules most of them out before the table is read. The keys are hashes
-/// already: a multiplication spreads them over the table.
+/// already: a multiplication spreads them over the table. (A `HashMap` in its place made
+/// choosing the anchors of 2,000 turns 0.50 ms instead of 0.36: criterion, `rule_2b_anchors_alone`.)
 struct KeyTable {
     maybe: Vec<u64>,
     /// Open addressing, at most half full: `key << 32 | counter + 1`; 0 is an empty slot.

@@ -1,6 +1,6 @@
 //! Appending a batch: prepared off the lock, placed and written under it.
 
-use super::{Error, LockHeld, Reply, Result, Service, answer_after_race};
+use super::{CpuWork, Error, LockHeld, Reply, Result, Service, answer_after_race};
 use crate::api::AppendTurnsResponse;
 use crate::append::{Appended, PreparedTurn, plan_append};
 use crate::domain::{AppendRequest, ConversationId, TenantId};
@@ -19,7 +19,7 @@ impl<S: Store> Service<S> {
     ) -> Result<Reply<Appended>> {
         let tokens = self.tokens.clone();
         let batch = self
-            .cpu(tenant, move || {
+            .cpu(tenant, CpuWork::Append, move || {
                 let turns = request.turns.into_iter();
                 turns.map(|t| PreparedTurn::new(t, &tokens)).collect()
             })

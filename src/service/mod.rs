@@ -34,6 +34,34 @@ pub struct Service<S> {
     cpu: Arc<TenantSlots>,
 }
 
+/// What a CPU task does (the label of `gatekeeper_cpu_tasks_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CpuWork {
+    /// Token counting and anchor derivation of an append.
+    Append,
+    /// Counting a summary's tokens.
+    CountSummary,
+    Decide,
+    Plan,
+    /// Locating a covered turn's anchors in a long summary.
+    Evidence,
+    /// Assembling the working context.
+    Context,
+}
+
+impl CpuWork {
+    fn as_str(self) -> &'static str {
+        match self {
+            CpuWork::Append => "append",
+            CpuWork::CountSummary => "count_summary",
+            CpuWork::Decide => "decide",
+            CpuWork::Plan => "plan",
+            CpuWork::Evidence => "evidence",
+            CpuWork::Context => "context",
+        }
+    }
+}
+
 impl<S: Store> Service<S> {
     /// `cpu_per_tenant`: CPU tasks (token counting, derivation, decisions) one tenant may run
     /// at once; more queue behind their own tenant's, not in front of other tenants'.
@@ -55,15 +83,18 @@ impl<S: Store> Service<S> {
 
     /// Runs CPU-heavy work off the async workers, in one of the tenant's CPU slots, so one big
     /// request does not stall every other, nor one tenant's many requests another tenant's.
+    /// `kind` names the work in `gatekeeper_cpu_tasks_total{work}`.
     async fn cpu<T: Send + 'static>(
         &self,
         tenant: &TenantId,
+        kind: CpuWork,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T> {
         let _slot = (self.cpu.of(tenant))
             .acquire_owned()
             .await
             .map_err(|_| Error::Blocking(None))?;
+        metrics::counter!("gatekeeper_cpu_tasks_total", "work" => kind.as_str()).increment(1);
         tokio::task::spawn_blocking(work)
             .await
             .map_err(|e| Error::Blocking(Some(e)))

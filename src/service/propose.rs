@@ -6,7 +6,7 @@
 //! conversation's facts version (a pin or the profile backfill moves it; the decision is then
 //! made again on the facts as they now are). The lock is held for the insert, not the decision.
 
-use super::{Error, LockHeld, Reply, Result, Service, answer_after_race};
+use super::{CpuWork, Error, LockHeld, Reply, Result, Service, answer_after_race};
 use crate::api::VerdictResponse;
 use crate::coverage::{
     Decision, IdRange, IdRanges, Outcome, Proposal, TurnFacts, TurnStatus, Verdict,
@@ -37,7 +37,7 @@ impl<S: Store> Service<S> {
         } = request;
         let tokens = self.tokens.clone();
         proposal = self
-            .cpu(tenant, move || {
+            .cpu(tenant, CpuWork::CountSummary, move || {
                 proposal.summary_tokens = tokens.count(&proposal.summary);
                 proposal
             })
@@ -111,7 +111,7 @@ impl<S: Store> Service<S> {
     ) -> Result<(Proposal, Decision)> {
         let policy = self.policy;
         let (proposal, decision) = self
-            .cpu(tenant, move || {
+            .cpu(tenant, CpuWork::Decide, move || {
                 let decision = crate::coverage::decide_with_evidence(&proposal, &facts, &policy);
                 (proposal, decision)
             })

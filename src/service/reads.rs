@@ -1,7 +1,7 @@
 //! The reads: the log, the checkpoints, reconstruct, the working context and the compaction
 //! plan. None waits for a write; none ever answers a false negative.
 
-use super::{Error, Result, Service};
+use super::{CpuWork, Error, Result, Service};
 use crate::api::{
     AnchorOrigin, CheckpointItem, CheckpointRef, CompactionPlanResponse, ContextItem,
     ContextResponse, ConversationResponse, PlannedTurn, ReconstructResponse, Source, TurnResponse,
@@ -119,6 +119,16 @@ impl<S: Store> Service<S> {
             conversation: conversation.clone(),
             turn,
         })?;
+        // Locating anchors costs up to 16 steps a byte of summary and anchors: a few
+        // microseconds for most summaries, which a CPU slot's hand-over would cost again; the
+        // longer ones go to a CPU slot.
+        if evidence_bytes(&row) > INLINE_EVIDENCE_BYTES {
+            return self
+                .cpu(tenant, CpuWork::Evidence, move || {
+                    reconstruct_answer(turn, row)
+                })
+                .await;
+        }
         Ok(reconstruct_answer(turn, row))
     }
 
@@ -132,7 +142,11 @@ impl<S: Store> Service<S> {
         if turns.is_empty() {
             return Err(Error::NoConversation(conversation.clone()));
         }
-        let items = working_context(turns, &checkpoints);
+        let items = self
+            .cpu(tenant, CpuWork::Context, move || {
+                working_context(turns, &checkpoints)
+            })
+            .await?;
         let total_tokens = items
             .iter()
             .map(|item| match item {
@@ -188,7 +202,7 @@ impl<S: Store> Service<S> {
         };
         let tokens = self.tokens.clone();
         let (plan, turns) = self
-            .cpu(tenant, move || {
+            .cpu(tenant, CpuWork::Plan, move || {
                 let plan = plan::plan(&reach, &facts, summary_budget, rejections, &policy, |a| {
                     tokens.count(a)
                 });
@@ -243,6 +257,20 @@ fn checkpoint_item(row: CheckpointRow) -> CheckpointItem {
         uncovered: v.uncovered,
         not_compacted: v.not_compacted,
         summary_tokens: v.summary_tokens,
+    }
+}
+
+/// Summary and anchor bytes at most located on the async worker that answers.
+const INLINE_EVIDENCE_BYTES: usize = 16 * 1024;
+
+/// What locating the turn's anchors would read: nothing unless a summary covers the turn.
+fn evidence_bytes(row: &ReconstructRow) -> usize {
+    match &row.checkpoint {
+        Some(checkpoint) if checkpoint.covered => {
+            let summary = checkpoint.summary.as_deref().map_or(0, str::len);
+            summary + row.deciding_anchors.iter().map(String::len).sum::<usize>()
+        }
+        _ => 0,
     }
 }
 

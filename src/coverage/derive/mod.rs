@@ -321,6 +321,45 @@ mod tests {
         }
     }
 
+    /// JSON arrays and objects of numbers written many ways (most render otherwise than written),
+    /// identifiers and words: the inputs whose candidates must each be looked for in the content.
+    fn tool_output() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let number = "(1e5|2E\\+3|0\\.50|1\\.0e-7|-0|100000\\.0|12345)";
+        let value = prop_oneof![
+            number,
+            "\"[A-Za-z0-9_/.-]{1,12}\"",
+            "\"(Rebook|flight|HAT170|Straße|cafe\u{301})\"",
+        ];
+        let array = |values: Vec<String>| format!("[{}]", values.join(","));
+        prop_oneof![
+            proptest::collection::vec(number, 0..300).prop_map(array),
+            proptest::collection::vec(value.clone(), 0..300).prop_map(array),
+            proptest::collection::vec(("[a-z_]{1,6}", value), 0..100).prop_map(|kv| {
+                let fields: Vec<String> = kv.iter().map(|(k, v)| format!("\"{k}\": {v}")).collect();
+                format!("{{{}}}", fields.join(", "))
+            }),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Each look scans the content once, so a bounded number of looks is linear time.
+        #[test]
+        fn derivation_looks_in_the_content_a_bounded_number_of_times(
+            content in tool_output(),
+            limit in 1usize..=32,
+        ) {
+            for source in [AnchorSource::ToolOutput, AnchorSource::Prose] {
+                let candidates = candidates_of(&content, source);
+                proptest::prop_assert!(candidates.len() <= content.len(), "{} candidates", candidates.len());
+                let mut scans = 0;
+                let kept = ranked_counting(&content, candidates, |_| true, limit, &mut scans);
+                proptest::prop_assert!(kept.len() <= limit);
+                proptest::prop_assert!(scans <= MAX_VERBATIM_MISSES + limit, "{scans} looks, limit {limit}");
+            }
+        }
+    }
+
     #[test]
     fn a_number_written_many_times_otherwise_than_rendered_is_looked_for_once() {
         // Every `1e5` renders `100000.0`, found once at the end: the first look keeps it, and
