@@ -97,11 +97,30 @@ async fn hostile(
     let tiny_values = format!("{{\"turns\": [{}0]}}", "0,".repeat(900_000));
     let numbers = format!("[{}]", vec!["1e5"; 60_000].join(","));
     let long_summary = "flight reservation refund ".repeat(40_000);
+    // The anchor matcher's worst case (`bounded_cost::anchors_built_to_make_the_matcher_walk_…`):
+    // 640 anchors of forty `a`s and a word of their own, against 400,000 `a`s.
+    let walked = format!("{base}/v1/conversations/a-{lane}-matcher");
+    let turns: Vec<_> = (0..10)
+        .map(|t| {
+            let anchors: Vec<String> = (0..64)
+                .map(|k| format!("{}x{t}y{k}", "a ".repeat(40)))
+                .collect();
+            json!({ "role": "user", "content": anchors.join(" "), "tokens": 500, "anchors": anchors })
+        })
+        .collect();
+    let appended = http
+        .post(format!("{walked}/turns"))
+        .json(&json!({ "turns": turns }))
+        .bearer_auth(KEY_A)
+        .send()
+        .await;
+    assert!(appended.is_ok_and(|r| r.status().is_success()));
+    let walking_summary = format!("{}done.", "a ".repeat(400_000));
     let mut step = 0usize;
     while !stop.load(Ordering::Relaxed) {
         step += 1;
         let conversation = format!("{base}/v1/conversations/a-{lane}");
-        let request = match step % 5 {
+        let request = match step % 7 {
             0 => http
                 .post(format!("{conversation}/turns"))
                 .header("content-type", "application/json")
@@ -116,6 +135,12 @@ async fn hostile(
                 .json(&json!({ "from": 0, "to": 0, "summary": long_summary, "summary_budget": 1_000_000 }))
                 .bearer_auth(KEY_A),
             3 => http.get(format!("{base}/readyz")),
+            4 => http
+                .post(format!("{walked}/compactions"))
+                .json(&json!({ "from": 0, "to": 9, "summary": walking_summary, "summary_budget": 1_000_000 }))
+                .bearer_auth(KEY_A),
+            // Every turn appended so far (the numbers turns above), read whole.
+            5 => http.get(format!("{conversation}/context")).bearer_auth(KEY_A),
             _ => http
                 .request(Method::from_bytes(format!("M{step}").as_bytes()).unwrap(), format!("{base}/healthz")),
         };
