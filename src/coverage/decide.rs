@@ -6,7 +6,7 @@ use super::model::{
     AnchorRule, CoveragePath, Mode, Outcome, Policy, Proposal, Reason, Rejection, Role,
     TruncationSignal, TurnDetail, TurnFacts, TurnStatus, Verdict,
 };
-use super::normalize::normalize;
+use super::normalize::normalize_text;
 use super::ranges::{IdRange, IdRanges};
 use super::terms::terms_by_key;
 use compact_str::CompactString;
@@ -167,7 +167,7 @@ impl<'c, 'a> AnchorCheck<'c, 'a> {
 /// through one search of the summary for all of them; derived anchors (single tokens, rule 2b)
 /// by whether their normalized text is one of the summary's terms, which is the same test.
 fn presence(checks: &[TurnCheck<'_>], summary: &str) -> (Vec<u64>, bool) {
-    let normalized = normalize(summary);
+    let normalized = normalize_text(summary);
     let mut set = AnchorSet::new();
     // The client's anchors' ids, back to back (one allocation, not one per turn).
     let given: Vec<AnchorId> = checks

@@ -69,15 +69,12 @@ impl AnchorSet {
     /// constant time; the others go through one Aho-Corasick pass. The work is bounded: see
     /// [`Work`].
     pub fn find_first(&self, haystack: &NormalizedText) -> Vec<Option<(usize, usize)>> {
-        self.find_first_counting(haystack).0
+        self.find_first_counting(haystack.as_str()).0
     }
 
-    /// [`Self::find_first`], and the work it took.
-    pub fn find_first_counting(
-        &self,
-        haystack: &NormalizedText,
-    ) -> (Vec<Option<(usize, usize)>>, Work) {
-        let text = haystack.as_str();
+    /// [`Self::find_first`] in text normalized without an origin map (a decision needs no
+    /// offsets into the original, and the map is 8 bytes a byte), and the work it took.
+    pub fn find_first_counting(&self, text: &str) -> (Vec<Option<(usize, usize)>>, Work) {
         let patterns = self.patterns();
         let mut work = Work::for_input(text, &patterns);
         let mut found = vec![None; patterns.len()];
@@ -302,7 +299,7 @@ mod tests {
                     expected[present[i]] = span;
                 }
             }
-            let (found, work) = set.find_first_counting(&normalized);
+            let (found, work) = set.find_first_counting(normalized.as_str());
             proptest::prop_assume!(!work.cut);
             proptest::prop_assert_eq!(found, expected);
         }
@@ -319,7 +316,7 @@ mod tests {
             for anchor in &anchors {
                 set.insert(anchor);
             }
-            let (_, work) = set.find_first_counting(&normalize(&summary));
+            let (_, work) = set.find_first_counting(normalize(&summary).as_str());
             proptest::prop_assert!(within_bound(&set, &summary, work), "{work:?}");
         }
     }
@@ -343,7 +340,7 @@ mod tests {
         for i in 0..2_000 {
             set.insert(&format!("{}x{i}", "a ".repeat(40)));
         }
-        let (found, work) = set.find_first_counting(&normalize(&summary));
+        let (found, work) = set.find_first_counting(normalize(&summary).as_str());
         assert!(found.iter().all(Option::is_none));
         assert!(!work.cut, "the automaton decides them exactly: {work:?}");
         assert!(within_bound(&set, &summary, work), "{work:?}");
@@ -359,7 +356,7 @@ mod tests {
         let ids: Vec<AnchorId> = (0..2_000)
             .map(|i| set.insert(&format!("anchor-{i}")))
             .collect();
-        let (found, work) = set.find_first_counting(&normalize(&summary));
+        let (found, work) = set.find_first_counting(normalize(&summary).as_str());
         assert!(!work.cut, "{work:?}");
         assert!(
             work.steps > work.budget,
@@ -380,7 +377,7 @@ mod tests {
             .map(|n| set.insert(vec!["$a"; n].join(" ").as_str()))
             .collect();
         let absent = set.insert("$zz");
-        let (found, work) = set.find_first_counting(&normalize(&summary));
+        let (found, work) = set.find_first_counting(normalize(&summary).as_str());
         assert!(work.cut, "{work:?}");
         assert!(within_bound(&set, &summary, work), "{work:?}");
         assert_eq!(found[absent], None);

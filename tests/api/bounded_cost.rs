@@ -4,7 +4,7 @@
 use crate::support::*;
 use gatekeeper::config::ServeConfig;
 use reqwest::{Method, StatusCode};
-use serde_json::{Value, json};
+use serde_json::json;
 
 #[tokio::test]
 async fn requests_with_unknown_methods_add_no_metric_labels() {
@@ -356,19 +356,8 @@ async fn checkpoints_are_listed_a_page_at_a_time_newest_first() {
 #[tokio::test]
 async fn anchors_built_to_make_the_matcher_walk_are_decided_in_linear_work() {
     let app = spawn_app().await;
-    // 10 turns × 64 given anchors, each 40 `a`s and a word of its own; a summary of 400,000
-    // `a`s holds none of them. Walked occurrence by occurrence this is 640 × 400,000
-    // comparisons of ~80 bytes (minutes); bounded, the automaton decides it at once.
-    let turns: Vec<Value> = (0..10)
-        .map(|t| {
-            let anchors: Vec<String> = (0..64)
-                .map(|k| format!("{}x{t}y{k}", "a ".repeat(40)))
-                .collect();
-            json!({ "role": "user", "content": anchors.join(" "), "tokens": 500, "anchors": anchors })
-        })
-        .collect();
+    let (turns, summary) = matcher_worst_case();
     expect(app.append("c", json!(turns)).await, StatusCode::CREATED).await;
-    let summary = format!("{}done.", "a ".repeat(400_000));
     let verdict = problem(
         app.propose(
             "c",

@@ -97,17 +97,9 @@ async fn hostile(
     let tiny_values = format!("{{\"turns\": [{}0]}}", "0,".repeat(900_000));
     let numbers = format!("[{}]", vec!["1e5"; 60_000].join(","));
     let long_summary = "flight reservation refund ".repeat(40_000);
-    // The anchor matcher's worst case (`bounded_cost::anchors_built_to_make_the_matcher_walk_…`):
-    // 640 anchors of forty `a`s and a word of their own, against 400,000 `a`s.
+    // The anchor matcher's worst case, on a conversation of its own.
     let walked = format!("{base}/v1/conversations/a-{lane}-matcher");
-    let turns: Vec<_> = (0..10)
-        .map(|t| {
-            let anchors: Vec<String> = (0..64)
-                .map(|k| format!("{}x{t}y{k}", "a ".repeat(40)))
-                .collect();
-            json!({ "role": "user", "content": anchors.join(" "), "tokens": 500, "anchors": anchors })
-        })
-        .collect();
+    let (turns, walking_summary) = gatekeeper_test_support::matcher_worst_case();
     let appended = http
         .post(format!("{walked}/turns"))
         .json(&json!({ "turns": turns }))
@@ -115,7 +107,6 @@ async fn hostile(
         .send()
         .await;
     assert!(appended.is_ok_and(|r| r.status().is_success()));
-    let walking_summary = format!("{}done.", "a ".repeat(400_000));
     let mut step = 0usize;
     while !stop.load(Ordering::Relaxed) {
         step += 1;

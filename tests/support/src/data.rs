@@ -127,3 +127,19 @@ pub fn ranges_of(ids: &[i64]) -> Value {
 pub fn turn(role: &str, content: &str, tokens: u32, anchors: &[&str]) -> Value {
     json!({ "role": role, "content": content, "tokens": tokens, "anchors": anchors })
 }
+
+/// The anchor matcher's worst case: 10 turns × 64 given anchors, each 40 `a`s and a word of its
+/// own, and a summary of 400,000 `a`s that holds none of them. Walked occurrence by occurrence
+/// this is 640 × 400,000 comparisons of ~80 bytes (minutes); bounded, the automaton decides it
+/// at once (`coverage::matching`).
+pub fn matcher_worst_case() -> (Vec<Value>, String) {
+    let turns = (0..10)
+        .map(|t| {
+            let anchors: Vec<String> = (0..64)
+                .map(|k| format!("{}x{t}y{k}", "a ".repeat(40)))
+                .collect();
+            json!({ "role": "user", "content": anchors.join(" "), "tokens": 500, "anchors": anchors })
+        })
+        .collect();
+    (turns, format!("{}done.", "a ".repeat(400_000)))
+}
