@@ -16,7 +16,9 @@
 # 1), LOAD_OUT (output file; docs/performance.md at scale 1, a file under /tmp otherwise),
 # LOAD_BIN (use this gatekeeper binary instead of building), LOAD_KEEP_STATE=1 (keep the working
 # folder), LOAD_PROFILE=1 (perf profile of the service during the reconstruct load), LOAD_PATHS
-# (200,000 reconstruct paths at scale 1),
+# (200,000 reconstruct paths at scale 1), LOAD_TEMPLATE (a template.json from an earlier run's
+# kept folder: the same turns and anchors for every binary compared, since the anchors a binary
+# derives become the seed's client anchors and so the summaries' length),
 # PGHOST/PGPORT/PGUSER (127.0.0.1/5432/postgres), LOAD_DB (gk_bench).
 # Details: bench/README.md.
 
@@ -212,7 +214,12 @@ record_meta() {
 seed() {
   say "seed: template (200 tau-bench conversations, service-side counting)"
   [[ -f $TAU_DATA ]] || die "no tau-bench data at $TAU_DATA"
-  gk template --data "$TAU_DATA"
+  if [[ -n ${LOAD_TEMPLATE:-} ]]; then
+    cp "$LOAD_TEMPLATE" "$STATE/template.json"
+    echo "  template from $LOAD_TEMPLATE (LOAD_TEMPLATE)"
+  else
+    gk template --data "$TAU_DATA"
+  fi
   say "seed: $SEED_CONVS conversations, checkpoints, $PATHS reconstruct paths"
   put seed_per 4
   put seed_clients "$CLIENTS"

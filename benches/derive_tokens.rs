@@ -51,6 +51,14 @@ fn bench(c: &mut Criterion) {
             }
         })
     });
+    // What an append computes for a turn whose anchors the client gave: its term keys only.
+    group.bench_function("term_keys_all_turns", |b| {
+        b.iter(|| {
+            for (text, _) in &turns {
+                black_box(Draft::terms_only(black_box(text)));
+            }
+        })
+    });
     group.finish();
 
     let mut group = c.benchmark_group("token_count");

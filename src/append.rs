@@ -108,7 +108,34 @@ pub struct Appended {
     pub repeated_in_batch: u64,
     pub next_id: i64,
     /// What to add to the conversation's candidate counts.
-    pub counts_added: HashMap<TermKey, u32>,
+    pub counts_added: CountsAdded,
+}
+
+/// What an append adds to the conversation's candidate counts, split by whether the
+/// conversation counts a key already: the store raises those in place and inserts the others,
+/// which costs Postgres half what an upsert of both does.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CountsAdded {
+    /// Keys the conversation counts already, ascending, with what to add.
+    pub raised: Vec<(TermKey, u32)>,
+    /// Keys it counts for the first time, ascending, with their counts.
+    pub started: Vec<(TermKey, u32)>,
+}
+
+impl CountsAdded {
+    /// `added` split by whether `seen` (the conversation's stored counts) holds each key.
+    pub fn split(added: HashMap<TermKey, u32>, seen: &HashMap<TermKey, u32>) -> Self {
+        let (mut raised, mut started): (Vec<_>, Vec<_>) = added
+            .into_iter()
+            .partition(|(key, _)| seen.contains_key(key));
+        raised.sort_unstable();
+        started.sort_unstable();
+        Self { raised, started }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.raised.is_empty() && self.started.is_empty()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -240,7 +267,7 @@ impl AppendPlan {
             replayed: self.replayed,
             repeated_in_batch: self.repeated_in_batch,
             next_id: self.next_id,
-            counts_added,
+            counts_added: CountsAdded::split(counts_added, seen),
         }
     }
 }
@@ -404,6 +431,18 @@ mod tests {
             0,
             "a given turn keeps only its terms"
         );
-        assert_eq!(appended.counts_added.len(), 3);
+        assert_eq!(appended.counts_added.started.len(), 3);
+    }
+
+    #[test]
+    fn counts_the_conversation_holds_are_raised_and_the_others_started() {
+        let (k1, k2, k3) = (TermKey(1), TermKey(2), TermKey(3));
+        let added = HashMap::from_iter([(k3, 1), (k1, 2), (k2, 4)]);
+        let seen = HashMap::from_iter([(k2, 7), (TermKey(9), 1)]);
+        let split = CountsAdded::split(added, &seen);
+        assert_eq!(split.raised, [(k2, 4)]);
+        assert_eq!(split.started, [(k1, 2), (k3, 1)], "ascending");
+        assert!(!split.is_empty());
+        assert!(CountsAdded::default().is_empty());
     }
 }

@@ -55,12 +55,33 @@ pub(crate) fn is_joining(c: char) -> bool {
 /// The key of an already normalized text (FNV-1a, 64 bits folded to 32: stable across builds
 /// and platforms, which matters because keys are stored).
 pub fn key_of_normalized(text: &str) -> TermKey {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in text.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    let mut hash = Fnv::default();
+    hash.write(text.as_bytes());
+    hash.key()
+}
+
+/// FNV-1a over bytes fed in pieces: the terms that begin at one word share their prefix, so
+/// each is hashed by extending the one before.
+#[derive(Clone, Copy)]
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
     }
-    TermKey((hash ^ (hash >> 32)) as u32)
+}
+
+impl Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 ^= u64::from(byte);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    fn key(self) -> TermKey {
+        TermKey((self.0 ^ (self.0 >> 32)) as u32)
+    }
 }
 
 /// The normalized form and key of a candidate anchor, or `None` when the term index cannot
@@ -87,7 +108,7 @@ pub fn countable_key(anchor: &str) -> Option<(String, TermKey)> {
 pub fn term_keys(content: &str) -> Vec<TermKey> {
     let text = normalize_text(content);
     let mut keys = Vec::new();
-    for_each_term(&text, true, |term| keys.push(key_of_normalized(term)));
+    for_each_term(&text, true, |_, key| keys.push(key));
     keys.sort_unstable();
     keys.dedup();
     keys
@@ -99,15 +120,15 @@ pub fn term_keys(content: &str) -> Vec<TermKey> {
 pub fn terms_by_key(text: &str) -> TermKeyMap<&str> {
     let mut terms = TermKeyMap::with_capacity_and_hasher(text.len() / 8, Default::default());
     // Lone words that cannot be anchors would never be looked up: no need to leave them out.
-    for_each_term(text, false, |term| {
-        terms.entry(key_of_normalized(term)).or_insert(term);
+    for_each_term(text, false, |term, key| {
+        terms.entry(key).or_insert(term);
     });
     terms
 }
 
-/// Calls `f` with every term of the normalized `text` (see the module docs); with `compact`,
-/// not with lone words that can never be anchors.
-fn for_each_term<'t>(text: &'t str, compact: bool, mut f: impl FnMut(&'t str)) {
+/// Calls `f` with every term of the normalized `text` (see the module docs) and its key; with
+/// `compact`, not with lone words that can never be anchors.
+fn for_each_term<'t>(text: &'t str, compact: bool, mut f: impl FnMut(&'t str, TermKey)) {
     // The current run of joined words: each word's byte range and character offset.
     let mut words: Vec<Word> = Vec::new();
     let mut in_word = false;
@@ -145,12 +166,20 @@ struct Word {
 }
 
 /// Every contiguous run of `words` (one joined run of the text) short enough to be an anchor.
-fn run_terms<'t>(text: &'t str, words: &[Word], compact: bool, f: &mut impl FnMut(&'t str)) {
+fn run_terms<'t>(
+    text: &'t str,
+    words: &[Word],
+    compact: bool,
+    f: &mut impl FnMut(&'t str, TermKey),
+) {
     for (i, first) in words.iter().enumerate() {
+        let (mut hash, mut hashed) = (Fnv::default(), first.start);
         for last in &words[i..] {
             if last.last_char + 1 - first.first_char > MAX_KEY_CHARS {
                 break;
             }
+            hash.write(&text.as_bytes()[hashed..last.end]);
+            hashed = last.end;
             let term = &text[first.start..last.end];
             // Lone words that can never be anchors are left out to keep the index small.
             if compact
@@ -159,7 +188,7 @@ fn run_terms<'t>(text: &'t str, words: &[Word], compact: bool, f: &mut impl FnMu
             {
                 continue;
             }
-            f(term);
+            f(term, hash.key());
         }
     }
 }

@@ -2,6 +2,7 @@
 //! decided a covered turn, and the backfill of turns stored before profiles existed.
 
 use super::{Error, Result, decode};
+use crate::append::CountsAdded;
 use crate::coverage::derive::{AnchorSource, Draft, derive_anchors, rank_by_rarity};
 use crate::coverage::profile::picked_candidates;
 use crate::coverage::terms::TermKey;
@@ -10,26 +11,30 @@ use foldhash::HashMap;
 
 /// A turn's decision facts from its stored columns. A turn stored before profiles existed
 /// (`profile` NULL: only until the start-up backfill reaches it, or written meanwhile by an older
-/// process) gets its profile from its content, which the query then reads.
+/// process) gets its profile from its content, which the query then reads. The query leaves out
+/// the anchors of a turn known to be derived (`anchors_given` false): the decision chooses those
+/// from the profile.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn stored_facts(
     id: i64,
     role: Role,
     tokens: u32,
-    anchors: Vec<String>,
+    anchors: Option<Vec<String>>,
     anchors_given: Option<bool>,
     pinned: bool,
-    profile: Option<Vec<u8>>,
+    profile: Option<&[u8]>,
     content: Option<Vec<u8>>,
 ) -> Result<TurnFacts> {
     let (given, profile) = match (profile, content) {
         (Some(bytes), _) => {
-            let profile = TermProfile::from_bytes(&bytes).map_err(Error::invariant)?;
+            let profile = TermProfile::from_bytes(bytes).map_err(Error::invariant)?;
             (anchors_given.unwrap_or(true), profile)
         }
         (None, Some(content)) => {
             let content = decode::text(content)?;
-            let given = anchors_given.unwrap_or_else(|| !were_derived(&content, role, &anchors));
+            let given = anchors_given.unwrap_or_else(|| {
+                !were_derived(&content, role, anchors.as_deref().unwrap_or_default())
+            });
             (given, draft(&content, role, given).into_profile())
         }
         (None, None) => {
@@ -38,15 +43,20 @@ pub(super) fn stored_facts(
             )));
         }
     };
+    let anchors = match (given, anchors) {
+        (true, Some(anchors)) => TurnAnchors::Given(anchors),
+        (true, None) => {
+            return Err(Error::invariant(format!(
+                "turn {id} has its client's anchors but they were not read"
+            )));
+        }
+        (false, _) => TurnAnchors::Derived,
+    };
     Ok(TurnFacts {
         id,
         role,
         tokens,
-        anchors: if given {
-            TurnAnchors::Given(anchors)
-        } else {
-            TurnAnchors::Derived
-        },
+        anchors,
         pinned,
         profile,
     })
@@ -160,8 +170,9 @@ impl Backfill {
         }))
     }
 
-    /// The conversation's candidate counts, every turn counted.
-    pub fn counts(self) -> HashMap<TermKey, u32> {
-        self.counts
+    /// The conversation's candidate counts, every turn counted: all of them started, as the
+    /// conversation's old counts are deleted first.
+    pub fn counts(self) -> CountsAdded {
+        CountsAdded::split(self.counts, &HashMap::default())
     }
 }

@@ -179,3 +179,23 @@ async fn a_turn_without_a_word_of_its_own_is_decided_by_its_least_shared_words()
     assert_eq!(verdict["covered"], json!([[1, 1]]));
     assert_eq!(verdict["turns"][0]["missing_anchors"], json!(["Rebook"]));
 }
+
+#[tokio::test]
+async fn counts_from_earlier_batches_rank_a_turns_candidates_and_grow_with_each_batch() {
+    let app = spawn_app().await;
+    let anchors = |response: &Value| strings(&response["turns"][0]["anchors"]);
+    let append = |content: &str| app.append("c", json!([{"role": "user", "content": content}]));
+    // HAT170 is an identifier: alone, it ranks before a plain word.
+    let first = expect(append("HAT170 please").await, StatusCode::CREATED).await;
+    assert_eq!(anchors(&first)[0], "HAT170");
+    // Counted once by the first batch (a new count) and again by this one (an existing count
+    // raised); the wheelchair is counted once.
+    expect(append("HAT170 again").await, StatusCode::CREATED).await;
+    expect(append("wheelchair").await, StatusCode::CREATED).await;
+    let last = expect(append("HAT170 wheelchair").await, StatusCode::CREATED).await;
+    assert_eq!(
+        anchors(&last)[..2],
+        ["wheelchair", "HAT170"],
+        "seen in one earlier turn ranks before seen in two, whatever the tier"
+    );
+}

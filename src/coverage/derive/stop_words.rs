@@ -6,27 +6,72 @@ use unicode_normalization::UnicodeNormalization;
 /// never anchors.
 pub fn is_stop_word(word: &str) -> bool {
     if word.is_ascii() {
-        // Lower-case on the stack: this runs for every candidate word.
-        let mut buf = [0u8; STOP_WORD_MAX_LEN];
-        let Some(lower) = buf.get_mut(..word.len()) else {
-            return false;
-        };
-        lower.copy_from_slice(word.as_bytes());
-        lower.make_ascii_lowercase();
-        // The bytes are ASCII, so this cannot fail.
-        let lower = std::str::from_utf8(lower).unwrap_or_default();
-        stop_words().contains(lower)
+        packed(word.as_bytes()).is_some_and(|p| stop_words().contains(p))
     } else {
-        // Compatibility characters can fold into ASCII (the Kelvin sign is a `k`).
-        stop_words().contains(fold(word).as_str())
+        // Compatibility characters can fold into ASCII (the Kelvin sign is a `k`); the list is
+        // ASCII, so anything else is not on it.
+        let folded = fold(word);
+        folded.is_ascii() && packed(folded.as_bytes()).is_some_and(|p| stop_words().contains(p))
     }
 }
 
-/// The list as a hash set: this runs for every word of every turn appended (a binary search
-/// of string comparisons was most of the cost of profiling a turn).
-fn stop_words() -> &'static foldhash::HashSet<&'static str> {
-    static SET: std::sync::LazyLock<foldhash::HashSet<&'static str>> =
-        std::sync::LazyLock::new(|| STOP_WORDS.iter().copied().collect());
+/// An ASCII word of at most [`STOP_WORD_MAX_LEN`] bytes, lower-cased, as one integer: its bytes
+/// and, in the top byte, its length (so no packed word is 0).
+fn packed(word: &[u8]) -> Option<u128> {
+    if word.len() > STOP_WORD_MAX_LEN {
+        return None;
+    }
+    let mut bytes = [0u8; 16];
+    bytes[..word.len()].copy_from_slice(word);
+    bytes.make_ascii_lowercase();
+    bytes[15] = word.len() as u8;
+    Some(u128::from_le_bytes(bytes))
+}
+
+/// The list as an open-addressing table of packed words: this runs for every word of every
+/// turn appended, and a hash set of strings was a quarter of the cost of a turn's term keys.
+struct PackedSet {
+    slots: Box<[u128; SLOTS]>,
+}
+
+/// Twice the list's length or more, a power of two: probes are short.
+const SLOTS: usize = 1024;
+
+impl PackedSet {
+    fn slot(p: u128) -> usize {
+        let mixed =
+            ((p as u64) ^ ((p >> 64) as u64).rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (mixed >> (64 - SLOTS.trailing_zeros())) as usize
+    }
+
+    fn new(words: &[&str]) -> Self {
+        let mut slots = Box::new([0u128; SLOTS]);
+        for word in words {
+            let p = packed(word.as_bytes()).expect("stop words fit the packed form");
+            let mut i = Self::slot(p);
+            while slots[i] != 0 && slots[i] != p {
+                i = (i + 1) % SLOTS;
+            }
+            slots[i] = p;
+        }
+        Self { slots }
+    }
+
+    fn contains(&self, p: u128) -> bool {
+        let mut i = Self::slot(p);
+        loop {
+            match self.slots[i] {
+                0 => return false,
+                s if s == p => return true,
+                _ => i = (i + 1) % SLOTS,
+            }
+        }
+    }
+}
+
+fn stop_words() -> &'static PackedSet {
+    static SET: std::sync::LazyLock<PackedSet> =
+        std::sync::LazyLock::new(|| PackedSet::new(STOP_WORDS));
     &SET
 }
 
@@ -35,7 +80,8 @@ fn fold(text: &str) -> String {
     caseless::default_case_fold_str(&text.nfkc().collect::<String>())
 }
 
-const STOP_WORD_MAX_LEN: usize = 16;
+/// Longest word the packed form holds (its 16th byte is the length).
+const STOP_WORD_MAX_LEN: usize = 15;
 
 /// Common English function words plus chat filler ("hi", "thanks", "ok") and generic words that
 /// are capitalized without being names ("I", "ID"). Sorted, lower-case (binary search).
@@ -84,5 +130,41 @@ mod tests {
                 .all(|w| w.bytes().all(|b| b.is_ascii_lowercase()))
         );
         assert!(STOP_WORDS.iter().all(|w| w.len() <= STOP_WORD_MAX_LEN));
+        assert!(SLOTS >= 2 * STOP_WORDS.len());
+    }
+
+    #[test]
+    fn every_listed_word_is_a_stop_word_in_any_case_and_nothing_else_is() {
+        for word in STOP_WORDS {
+            assert!(is_stop_word(word), "{word}");
+            assert!(is_stop_word(&word.to_ascii_uppercase()), "{word}");
+            // One letter more or less, or another last letter: not on the list (unless it is).
+            for other in [format!("{word}x"), word[..word.len() - 1].to_string()] {
+                assert_eq!(
+                    is_stop_word(&other),
+                    STOP_WORDS.contains(&other.as_str()),
+                    "{other}"
+                );
+            }
+        }
+        for word in [
+            "",
+            "ZFA04Y",
+            "the\0",
+            "thee",
+            "themselvesx",
+            "a_very_long_word_indeed",
+        ] {
+            assert!(!is_stop_word(word), "{word:?}");
+        }
+        assert!(
+            is_stop_word("\u{FF34}\u{FF28}\u{FF25}"),
+            "full-width THE folds to the"
+        );
+        assert!(is_stop_word("\u{2160}"), "the Roman numeral one folds to i");
+        assert!(
+            !is_stop_word("\u{212A}"),
+            "the Kelvin sign folds to k, which is not listed"
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! [`WriteTx`] on Postgres: one transaction, the conversation's row lock serializing writers.
 
-use crate::append::{Appended, LoggedTurn};
+use crate::append::{Appended, CountsAdded, LoggedTurn};
 use crate::coverage::terms::TermKey;
 use crate::coverage::{IdRanges, TermProfile, TurnFacts};
 use crate::domain::{ConversationId, TenantId};
@@ -118,7 +118,11 @@ impl WriteTx for PgTx {
     ) -> Result<HashMap<TermKey, u32>> {
         let terms: Vec<i32> = keys.iter().map(|&k| term_column(k)).collect();
         let rows: Vec<(i32, i32)> = sqlx::query_as(
-            "SELECT term, turns FROM term_counts WHERE tenant = $1 AND conversation = $2 AND term = ANY($3)",
+            // A join, not `term = ANY($3)`: on stale statistics the planner made that a filter
+            // over every term of the conversation, comparing each with the whole array (7 ms for
+            // a 500-turn batch against a 2,000-turn conversation; 1 ms as a join).
+            "SELECT c.term, c.turns FROM term_counts c JOIN UNNEST($3::int4[]) AS k(term) ON c.term = k.term \
+             WHERE c.tenant = $1 AND c.conversation = $2",
         )
         .bind(tenant.as_str())
         .bind(conversation.as_str())
@@ -322,57 +326,82 @@ pub(super) async fn turn_facts(
     to: i64,
 ) -> Result<Vec<TurnFacts>> {
     let rows = sqlx::query(
-        "SELECT id, role, tokens, anchors, anchors_given, pinned, profile, \
-           CASE WHEN profile IS NULL THEN content END AS content FROM turns \
-         WHERE tenant = $1 AND conversation = $2 AND id BETWEEN $3 AND $4 ORDER BY id",
+        // The LIMIT (exact: ids are unique) keeps the planner on the primary key. The rows of one
+        // conversation's id range are estimated from ids over all conversations, so a long
+        // conversation's range was estimated at ten times its rows and read by a parallel
+        // scan of the whole table (25 ms instead of 1 ms for 2,000 turns).
+        "SELECT id, role, tokens, CASE WHEN anchors_given IS NOT FALSE THEN anchors END, \
+           anchors_given, pinned, profile, CASE WHEN profile IS NULL THEN content END FROM turns \
+         WHERE tenant = $1 AND conversation = $2 AND id BETWEEN $3 AND $4 ORDER BY id \
+         LIMIT $5",
     )
     .bind(tenant.as_str())
     .bind(conversation.as_str())
     .bind(from)
     .bind(to)
+    .bind(to.saturating_sub(from).saturating_add(1).max(0))
     .fetch_all(conn)
     .await?;
+    // Columns by position: by name was a hash lookup per column per row.
     rows.iter()
         .map(|row| {
-            let Json(anchors): Json<Vec<String>> = row.try_get("anchors")?;
+            let anchors: Option<Json<Vec<String>>> = row.try_get(3)?;
             stored_facts(
-                row.try_get("id")?,
-                decode::role(row.try_get("role")?)?,
-                decode::tokens(row.try_get("tokens")?)?,
-                anchors,
-                row.try_get("anchors_given")?,
-                row.try_get("pinned")?,
-                row.try_get("profile")?,
-                row.try_get("content")?,
+                row.try_get(0)?,
+                decode::role(row.try_get(1)?)?,
+                decode::tokens(row.try_get(2)?)?,
+                anchors.map(|Json(a)| a),
+                row.try_get(4)?,
+                row.try_get(5)?,
+                row.try_get(6)?,
+                row.try_get(7)?,
             )
         })
         .collect()
 }
 
+/// Adds to the conversation's candidate counts: an UPDATE for the keys it counts already and
+/// a plain INSERT for the others. The caller holds the conversation's lock, so no other
+/// transaction can start a key meanwhile; an upsert of both cost twice as much (4 µs a key).
 pub(super) async fn add_term_counts(
     conn: &mut PgConnection,
     tenant: &str,
     conversation: &str,
-    added: &HashMap<TermKey, u32>,
+    added: &CountsAdded,
 ) -> Result<()> {
-    if added.is_empty() {
-        return Ok(());
+    let columns = |counts: &[(TermKey, u32)]| -> (Vec<i32>, Vec<i32>) {
+        counts
+            .iter()
+            .map(|&(k, n)| (term_column(k), i32::try_from(n).unwrap_or(i32::MAX)))
+            .unzip()
+    };
+    if !added.raised.is_empty() {
+        let (terms, turns) = columns(&added.raised);
+        sqlx::query(
+            "UPDATE term_counts c SET turns = c.turns + u.turns \
+             FROM UNNEST($3::int4[], $4::int4[]) AS u(term, turns) \
+             WHERE c.tenant = $1 AND c.conversation = $2 AND c.term = u.term",
+        )
+        .bind(tenant)
+        .bind(conversation)
+        .bind(terms)
+        .bind(turns)
+        .execute(&mut *conn)
+        .await?;
     }
-    let (terms, turns): (Vec<i32>, Vec<i32>) = added
-        .iter()
-        .map(|(&k, &n)| (term_column(k), i32::try_from(n).unwrap_or(i32::MAX)))
-        .unzip();
-    sqlx::query(
-        "INSERT INTO term_counts (tenant, conversation, term, turns) \
-         SELECT $1, $2, u.term, u.turns FROM UNNEST($3::int4[], $4::int4[]) AS u(term, turns) \
-         ON CONFLICT (tenant, conversation, term) DO UPDATE SET turns = term_counts.turns + EXCLUDED.turns",
-    )
-    .bind(tenant)
-    .bind(conversation)
-    .bind(terms)
-    .bind(turns)
-    .execute(conn)
-    .await?;
+    if !added.started.is_empty() {
+        let (terms, turns) = columns(&added.started);
+        sqlx::query(
+            "INSERT INTO term_counts (tenant, conversation, term, turns) \
+             SELECT $1, $2, u.term, u.turns FROM UNNEST($3::int4[], $4::int4[]) AS u(term, turns)",
+        )
+        .bind(tenant)
+        .bind(conversation)
+        .bind(terms)
+        .bind(turns)
+        .execute(&mut *conn)
+        .await?;
+    }
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! [`WriteTx`] on SQLite: one `BEGIN IMMEDIATE` transaction, which holds the database's write
 //! lock from its start, so the conversation is locked before any step runs.
 
-use crate::append::{Appended, LoggedTurn};
+use crate::append::{Appended, CountsAdded, LoggedTurn};
 use crate::coverage::terms::TermKey;
 use crate::coverage::{IdRanges, TurnFacts};
 use crate::domain::{ConversationId, TenantId};
@@ -347,8 +347,8 @@ pub(super) async fn turn_facts(
     to: i64,
 ) -> Result<Vec<TurnFacts>> {
     let rows = sqlx::query(
-        "SELECT id, role, tokens, anchors, anchors_given, pinned, profile, \
-           CASE WHEN profile IS NULL THEN content END AS content FROM turns \
+        "SELECT id, role, tokens, CASE WHEN anchors_given IS NOT 0 THEN anchors END, \
+           anchors_given, pinned, profile, CASE WHEN profile IS NULL THEN content END FROM turns \
          WHERE tenant = ?1 AND conversation = ?2 AND id BETWEEN ?3 AND ?4 ORDER BY id",
     )
     .bind(tenant.as_str())
@@ -357,42 +357,57 @@ pub(super) async fn turn_facts(
     .bind(to)
     .fetch_all(conn)
     .await?;
+    // Columns by position, as on Postgres.
     rows.iter()
         .map(|row| {
+            let anchors: Option<&str> = row.try_get(3)?;
             stored_facts(
-                row.try_get("id")?,
-                decode::role(row.try_get("role")?)?,
-                decode::tokens(row.try_get("tokens")?)?,
-                decode::json(row.try_get("anchors")?)?,
-                row.try_get("anchors_given")?,
-                row.try_get("pinned")?,
-                row.try_get("profile")?,
-                row.try_get("content")?,
+                row.try_get(0)?,
+                decode::role(row.try_get(1)?)?,
+                decode::tokens(row.try_get(2)?)?,
+                anchors.map(decode::json).transpose()?,
+                row.try_get(4)?,
+                row.try_get(5)?,
+                row.try_get(6)?,
+                row.try_get(7)?,
             )
         })
         .collect()
 }
 
+/// Adds to the conversation's candidate counts: an UPDATE for the keys it counts already and
+/// an INSERT for the others (as on Postgres; the write lock is held, so nothing races).
 pub(super) async fn add_term_counts(
     conn: &mut SqliteConnection,
     tenant: &str,
     conversation: &str,
-    added: &HashMap<TermKey, u32>,
+    added: &CountsAdded,
 ) -> Result<()> {
-    if added.is_empty() {
-        return Ok(());
+    let pairs = |counts: &[(TermKey, u32)]| -> Vec<(i32, u32)> {
+        counts.iter().map(|&(k, n)| (term_column(k), n)).collect()
+    };
+    if !added.raised.is_empty() {
+        sqlx::query(
+            "UPDATE term_counts SET turns = turns + j.value ->> 1 FROM json_each(?3) AS j \
+             WHERE tenant = ?1 AND conversation = ?2 AND term = j.value ->> 0",
+        )
+        .bind(tenant)
+        .bind(conversation)
+        .bind(decode::to_json(&pairs(&added.raised))?)
+        .execute(&mut *conn)
+        .await?;
     }
-    let pairs: Vec<(i32, u32)> = added.iter().map(|(&k, &n)| (term_column(k), n)).collect();
-    sqlx::query(
-        "INSERT INTO term_counts (tenant, conversation, term, turns) \
-         SELECT ?1, ?2, j.value ->> 0, j.value ->> 1 FROM json_each(?3) AS j WHERE true \
-         ON CONFLICT (tenant, conversation, term) DO UPDATE SET turns = turns + excluded.turns",
-    )
-    .bind(tenant)
-    .bind(conversation)
-    .bind(decode::to_json(&pairs)?)
-    .execute(conn)
-    .await?;
+    if !added.started.is_empty() {
+        sqlx::query(
+            "INSERT INTO term_counts (tenant, conversation, term, turns) \
+             SELECT ?1, ?2, j.value ->> 0, j.value ->> 1 FROM json_each(?3) AS j",
+        )
+        .bind(tenant)
+        .bind(conversation)
+        .bind(decode::to_json(&pairs(&added.started))?)
+        .execute(&mut *conn)
+        .await?;
+    }
     Ok(())
 }
 
