@@ -3,8 +3,8 @@
 //!
 //! A guided tour, in reading order:
 //! 1. the pure core: [`domain`] (parsed values), [`coverage`] (the decision), [`append`] (how a
-//!    batch fits the log), [`plan`] (the compaction plan), [`tokens`], and the wire types in
-//!    [`api`];
+//!    batch fits the log), [`plan`] (the compaction plan), [`context`] (the working context),
+//!    [`tokens`], and the wire types in [`api`];
 //! 2. [`service`]: the flows that use the core, written once;
 //! 3. [`store`] beneath them (SQL only) and [`http`] above them (parse, call a flow, respond);
 //! 4. how it starts: [`config`], [`server`], [`cli`]; and [`client`], for callers.
@@ -15,6 +15,8 @@
 pub mod api;
 /// How a batch of turns fits the log: new turns, replays, conflicts, gaps (pure).
 pub mod append;
+/// The working context: which summaries and turns it holds, in turn order (pure).
+pub mod context;
 /// The coverage decision: pure functions from turns + proposal to a verdict (no IO).
 pub mod coverage;
 /// Parsed request values (conversation ids, turns, proposals): valid once constructed.

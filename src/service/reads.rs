@@ -6,13 +6,11 @@ use crate::api::{
     AnchorOrigin, CheckpointItem, CheckpointRef, CompactionPlanResponse, ContextItem,
     ContextResponse, ConversationResponse, PlannedTurn, ReconstructResponse, Source, TurnResponse,
 };
-use crate::coverage::{IdRanges, Policy, Reason, TurnFacts, distinctive, locate};
+use crate::context;
+use crate::coverage::{Policy, Reason, TurnFacts, distinctive, locate};
 use crate::domain::{ConversationId, TenantId};
 use crate::plan::{self, Rejections};
-use crate::store::{
-    CheckpointRow, ContextCheckpoint, ContextTurn, ReconstructRow, Store, StoredTurn,
-};
-use std::collections::HashMap;
+use crate::store::{self, CheckpointRow, ReconstructRow, Store, StoredTurn};
 
 impl<S: Store> Service<S> {
     pub async fn turn(
@@ -138,15 +136,16 @@ impl<S: Store> Service<S> {
         tenant: &TenantId,
         conversation: &ConversationId,
     ) -> Result<ContextResponse> {
-        let (turns, checkpoints) = self.store.context(tenant, conversation).await?;
-        if turns.is_empty() {
+        let stored = self.store.context(tenant, conversation).await?;
+        if stored.turns.is_empty() {
             return Err(Error::NoConversation(conversation.clone()));
         }
         let items = self
             .cpu(tenant, CpuWork::Context, move || {
-                working_context(turns, &checkpoints)
+                context::working_context(stored.turns, &stored.spans, &stored.summaries)
             })
-            .await?;
+            .await?
+            .map_err(store::Error::invariant)?;
         let total_tokens = items
             .iter()
             .map(|item| match item {
@@ -309,79 +308,6 @@ fn reconstruct_answer(turn: i64, row: ReconstructRow) -> ReconstructResponse {
     }
 }
 
-/// Turn order; each deciding checkpoint's summary once, where its first covered turn stood, and
-/// every turn that no checkpoint covers as itself.
-fn working_context(turns: Vec<ContextTurn>, checkpoints: &[ContextCheckpoint]) -> Vec<ContextItem> {
-    let mut items = Vec::new();
-    let mut summary_at: HashMap<i64, usize> = HashMap::new();
-    let end = turns.last().map_or(0, |t| t.id + 1);
-    let deciders = deciders(end, checkpoints);
-    for turn in turns {
-        let decider = usize::try_from(turn.id)
-            .ok()
-            .and_then(|id| deciders.get(id).copied().flatten())
-            .map(|index| &checkpoints[index]);
-        match decider {
-            Some(c) if c.covered.contains(turn.id) => {
-                let index = *summary_at.entry(c.checkpoint_id).or_insert_with(|| {
-                    items.push(ContextItem::Summary {
-                        checkpoint_id: c.checkpoint_id,
-                        covers: IdRanges::new(),
-                        text: c.summary.clone(),
-                        tokens: c.summary_tokens,
-                    });
-                    items.len() - 1
-                });
-                if let ContextItem::Summary { covers, .. } = &mut items[index] {
-                    covers.push(turn.id);
-                }
-            }
-            decider => items.push(ContextItem::Turn {
-                id: turn.id,
-                role: turn.role,
-                content: turn.content,
-                source: if decider.is_some() {
-                    Source::RawLog
-                } else {
-                    Source::Live
-                },
-                tokens: turn.tokens,
-            }),
-        }
-    }
-    items
-}
-
-/// For each turn id in `0..end`, the index of the newest checkpoint whose `[from, advanced_to]`
-/// holds it. Newest first, each checkpoint takes the turns of its range no newer one took,
-/// skipping taken runs through a "next untaken" forest: about turns + checkpoints steps, where
-/// asking every checkpoint for every turn took turns × checkpoints.
-fn deciders(end: i64, checkpoints: &[ContextCheckpoint]) -> Vec<Option<usize>> {
-    let n = usize::try_from(end).unwrap_or(0);
-    let mut decider = vec![None; n];
-    // next[i]: the smallest untaken id ≥ i (n: none).
-    let mut next: Vec<usize> = (0..=n).collect();
-    fn untaken(next: &mut [usize], mut i: usize) -> usize {
-        while next[i] != i {
-            next[i] = next[next[i]];
-            i = next[i];
-        }
-        i
-    }
-    for (index, c) in checkpoints.iter().enumerate().rev() {
-        let (Ok(from), Ok(to)) = (usize::try_from(c.from), usize::try_from(c.advanced_to)) else {
-            continue;
-        };
-        let mut i = untaken(&mut next, from.min(n));
-        while i < n && i <= to {
-            decider[i] = Some(index);
-            next[i] = i + 1;
-            i = untaken(&mut next, i + 1);
-        }
-    }
-    decider
-}
-
 /// What the decision will check for each turn of the planned range (rules 2, 2b and pins).
 fn planned_turns(facts: &[TurnFacts], policy: &Policy) -> Vec<PlannedTurn> {
     let turns: Vec<&TurnFacts> = facts.iter().collect();
@@ -409,53 +335,4 @@ fn planned_turns(facts: &[TurnFacts], policy: &Policy) -> Vec<PlannedTurn> {
             }
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn checkpoint(checkpoint_id: i64, from: i64, advanced_to: i64) -> ContextCheckpoint {
-        ContextCheckpoint {
-            checkpoint_id,
-            from,
-            advanced_to,
-            covered: IdRanges::new(),
-            summary: String::new(),
-            summary_tokens: 0,
-        }
-    }
-
-    /// The definition: the newest checkpoint whose range holds the turn.
-    fn newest_holding(id: i64, checkpoints: &[ContextCheckpoint]) -> Option<usize> {
-        checkpoints
-            .iter()
-            .rposition(|c| c.from <= id && id <= c.advanced_to)
-    }
-
-    #[test]
-    fn each_turn_is_decided_by_the_newest_checkpoint_whose_range_holds_it() {
-        let cases: &[&[(i64, i64)]] = &[
-            &[],
-            &[(0, 4)],
-            &[(0, 4), (2, 6)],
-            &[(2, 6), (0, 9)],
-            &[(5, 5), (0, 3), (3, 8), (1, 1)],
-            &[(0, 20), (30, 40)],
-        ];
-        for ranges in cases {
-            let checkpoints: Vec<_> = (1..)
-                .zip(*ranges)
-                .map(|(id, &(from, to))| checkpoint(id, from, to))
-                .collect();
-            let deciders = deciders(12, &checkpoints);
-            for id in 0..12 {
-                assert_eq!(
-                    deciders[id as usize],
-                    newest_holding(id, &checkpoints),
-                    "turn {id} of {ranges:?}"
-                );
-            }
-        }
-    }
 }

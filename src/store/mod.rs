@@ -16,8 +16,9 @@ pub use sqlite::SqliteStore;
 
 use crate::append::{Appended, LoggedTurn};
 use crate::config::DatabaseConfig;
+use crate::context::{CheckpointSpan, ContextSummary, ContextTurn};
 use crate::coverage::terms::TermKey;
-use crate::coverage::{IdRanges, Outcome, Reason, Role, TurnFacts, Verdict};
+use crate::coverage::{Outcome, Reason, Role, TurnFacts, Verdict};
 use crate::domain::{ConversationId, TenantId};
 use chrono::{DateTime, Utc};
 use foldhash::HashMap;
@@ -114,12 +115,14 @@ pub trait Store: Clone + Send + Sync + 'static {
         conversation: &ConversationId,
         turn: i64,
     ) -> impl Future<Output = Result<Option<ReconstructRow>>> + Send;
-    /// Every turn and every checkpoint, both in id order, from one snapshot.
+    /// The working context's reads, from one snapshot: the spans first, then only the
+    /// summaries and contents [`crate::context::reads`] names (superseded summaries and covered
+    /// turns' contents are never read).
     fn context(
         &self,
         tenant: &TenantId,
         conversation: &ConversationId,
-    ) -> impl Future<Output = Result<(Vec<ContextTurn>, Vec<ContextCheckpoint>)>> + Send;
+    ) -> impl Future<Output = Result<StoredContext>> + Send;
 }
 
 /// One write transaction. Each method is one step of SQL; the order of the steps is the
@@ -354,22 +357,13 @@ pub struct SpanningCheckpoint {
     pub reason: Option<Reason>,
 }
 
-#[derive(Debug, Clone)]
-pub struct ContextTurn {
-    pub id: i64,
-    pub role: Role,
-    pub content: String,
-    pub tokens: u32,
-}
-
-#[derive(Debug, Clone)]
-pub struct ContextCheckpoint {
-    pub checkpoint_id: i64,
-    pub from: i64,
-    pub advanced_to: i64,
-    pub covered: IdRanges,
-    pub summary: String,
-    pub summary_tokens: u32,
+/// What the working context reads, in one snapshot: every turn (content only for those
+/// [`crate::context::reads`] names), every checkpoint's span, and the summaries it names.
+#[derive(Debug, Clone, Default)]
+pub struct StoredContext {
+    pub turns: Vec<ContextTurn>,
+    pub spans: Vec<CheckpointSpan>,
+    pub summaries: HashMap<i64, ContextSummary>,
 }
 
 /// How a checkpoint feed makes sure its connection still answers. A connection can die without

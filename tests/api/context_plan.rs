@@ -212,6 +212,34 @@ fn check_context(context: &Value, log: &[Logged], checkpoints: &[Checkpoint]) {
     assert_eq!(context["total_tokens"].as_u64(), Some(sum));
 }
 
+/// The store read only what the answer shows: the summaries of its summary items (not those
+/// newer checkpoints hide) and the contents of its turn items (not those a summary stands for).
+async fn check_reads(app: &TestApp, conversation: &str, context: &Value) {
+    let stored = app.store.context(conversation).await.unwrap();
+    let items = context["items"].as_array().unwrap();
+    let of_type = |kind: &str, field: &str| -> Vec<i64> {
+        let mut ids: Vec<i64> = items
+            .iter()
+            .filter(|i| i["type"] == kind)
+            .map(|i| i[field].as_i64().unwrap())
+            .collect();
+        ids.sort_unstable();
+        ids
+    };
+    let mut summaries: Vec<i64> = stored.summaries.keys().copied().collect();
+    summaries.sort_unstable();
+    assert_eq!(
+        summaries,
+        of_type("summary", "checkpoint_id"),
+        "summaries read"
+    );
+    let contents: Vec<i64> = (stored.turns.iter())
+        .filter(|t| t.content.is_some())
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(contents, of_type("turn", "id"), "contents read");
+}
+
 #[tokio::test]
 async fn the_context_of_a_real_conversation_holds_each_deciding_summary_once_and_every_other_turn()
 {
@@ -224,6 +252,7 @@ async fn the_context_of_a_real_conversation_holds_each_deciding_summary_once_and
     let context = expect(app.context("airline").await, StatusCode::OK).await;
     assert_eq!(context["conversation"], "airline");
     check_context(&context, &log, &[]);
+    check_reads(&app, "airline", &context).await;
     assert_eq!(
         context["total_tokens"].as_u64(),
         Some(log.iter().map(|t| t.tokens).sum())
@@ -235,6 +264,7 @@ async fn the_context_of_a_real_conversation_holds_each_deciding_summary_once_and
     checkpoints.push(compact(&app, "airline", &log, 15, 24, &skippable(&log, 15, 24, 2)).await);
     let context = expect(app.context("airline").await, StatusCode::OK).await;
     check_context(&context, &log, &checkpoints);
+    check_reads(&app, "airline", &context).await;
     let items = context["items"].as_array().unwrap();
     let summaries: Vec<&Value> = items.iter().filter(|i| i["type"] == "summary").collect();
     assert_eq!(summaries.len(), 2);
@@ -259,6 +289,7 @@ async fn the_context_of_a_real_conversation_holds_each_deciding_summary_once_and
     checkpoints.push(compact(&app, "airline", &log, 10, 19, &skippable(&log, 10, 19, 1)).await);
     let context = expect(app.context("airline").await, StatusCode::OK).await;
     check_context(&context, &log, &checkpoints);
+    check_reads(&app, "airline", &context).await;
     let items = context["items"].as_array().unwrap();
     let first = items.iter().find(|i| i["checkpoint_id"] == 1).unwrap();
     assert!(expand(&first["covers"]).iter().all(|id| *id < 10));
@@ -268,6 +299,7 @@ async fn the_context_of_a_real_conversation_holds_each_deciding_summary_once_and
     checkpoints.push(compact(&app, "airline", &log, 0, last, &[]).await);
     let context = expect(app.context("airline").await, StatusCode::OK).await;
     check_context(&context, &log, &checkpoints);
+    check_reads(&app, "airline", &context).await;
     let ids: Vec<i64> = context["items"]
         .as_array()
         .unwrap()

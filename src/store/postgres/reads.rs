@@ -1,14 +1,16 @@
 //! [`Store`] on Postgres: connecting, and the reads, each on a pooled connection.
 
+use super::tx::multirange;
 use super::{MIGRATOR, PgStore, PgTx};
 use crate::config::DatabaseConfig;
+use crate::context::{self, CheckpointSpan, ContextSummary, ContextTurn};
 use crate::coverage::{IdRanges, Reason, Role, TurnFacts, Verdict};
 use crate::domain::{ConversationId, TenantId};
 use crate::store::profiles::deciding_anchors;
 use crate::store::{
-    Backend, CheckpointRow, ContextCheckpoint, ContextTurn, ConversationRow, Error, FeedEvent,
-    FeedHeartbeat, LatestCheckpoint, ReconstructRow, Result, SpanningCheckpoint, Store,
-    StoredAnswer, StoredTurn, decode,
+    Backend, CheckpointRow, ConversationRow, Error, FeedEvent, FeedHeartbeat, LatestCheckpoint,
+    ReconstructRow, Result, SpanningCheckpoint, Store, StoredAnswer, StoredContext, StoredTurn,
+    decode,
 };
 use sqlx::Row;
 use sqlx::types::Json;
@@ -288,14 +290,25 @@ impl Store for PgStore {
         &self,
         tenant: &TenantId,
         conversation: &ConversationId,
-    ) -> Result<(Vec<ContextTurn>, Vec<ContextCheckpoint>)> {
+    ) -> Result<StoredContext> {
         let mut tx = self.pool.begin().await?;
-        // One snapshot for both reads, so a checkpoint never refers to turns this read misses.
+        // One snapshot for every read, so the spans name exactly the summaries and turns read.
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             .execute(&mut *tx)
             .await?;
-        let turns = sqlx::query(
-            "SELECT id, role, content, tokens FROM turns WHERE tenant = $1 AND conversation = $2 ORDER BY id",
+        let end: Option<i64> = sqlx::query_scalar(
+            "SELECT next_id FROM conversations WHERE tenant = $1 AND conversation = $2",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(end) = end else {
+            return Ok(StoredContext::default());
+        };
+        let spans = sqlx::query(
+            "SELECT checkpoint_id, from_id, advanced_to, verdict -> 'covered' FROM checkpoints \
+             WHERE tenant = $1 AND conversation = $2 ORDER BY checkpoint_id",
         )
         .bind(tenant.as_str())
         .bind(conversation.as_str())
@@ -303,36 +316,59 @@ impl Store for PgStore {
         .await?
         .iter()
         .map(|row| {
-            Ok(ContextTurn {
-                id: row.try_get("id")?,
-                role: decode::role(row.try_get("role")?)?,
-                content: decode::text(row.try_get("content")?)?,
-                tokens: decode::tokens(row.try_get("tokens")?)?,
+            let Json(covered): Json<IdRanges> = row.try_get(3)?;
+            Ok(CheckpointSpan {
+                checkpoint_id: row.try_get(0)?,
+                from: row.try_get(1)?,
+                advanced_to: row.try_get(2)?,
+                covered,
             })
         })
         .collect::<Result<Vec<_>>>()?;
-        let checkpoints = sqlx::query(
-            "SELECT checkpoint_id, from_id, advanced_to, verdict -> 'covered' AS covered, summary, summary_tokens \
-             FROM checkpoints WHERE tenant = $1 AND conversation = $2 ORDER BY checkpoint_id",
+        let reads = context::reads(end, &spans);
+        let summaries = sqlx::query(
+            "SELECT checkpoint_id, summary, summary_tokens FROM checkpoints \
+             WHERE tenant = $1 AND conversation = $2 AND checkpoint_id = ANY($3)",
         )
         .bind(tenant.as_str())
         .bind(conversation.as_str())
+        .bind(&reads.summaries)
         .fetch_all(&mut *tx)
         .await?
         .iter()
         .map(|row| {
-            let Json(covered): Json<IdRanges> = row.try_get("covered")?;
-            Ok(ContextCheckpoint {
-                checkpoint_id: row.try_get("checkpoint_id")?,
-                from: row.try_get("from_id")?,
-                advanced_to: row.try_get("advanced_to")?,
-                covered,
-                summary: decode::text(row.try_get("summary")?)?,
-                summary_tokens: decode::tokens(row.try_get("summary_tokens")?)?,
+            let summary = ContextSummary {
+                text: decode::text(row.try_get(1)?)?,
+                tokens: decode::tokens(row.try_get(2)?)?,
+            };
+            Ok((row.try_get(0)?, summary))
+        })
+        .collect::<Result<_>>()?;
+        let turns = sqlx::query(
+            "SELECT id, role, tokens, CASE WHEN id <@ $3::int8multirange THEN content END \
+             FROM turns WHERE tenant = $1 AND conversation = $2 ORDER BY id",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .bind(multirange(&reads.verbatim))
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(|row| {
+            let content: Option<Vec<u8>> = row.try_get(3)?;
+            Ok(ContextTurn {
+                id: row.try_get(0)?,
+                role: decode::role(row.try_get(1)?)?,
+                tokens: decode::tokens(row.try_get(2)?)?,
+                content: content.map(decode::text).transpose()?,
             })
         })
         .collect::<Result<Vec<_>>>()?;
         tx.commit().await?;
-        Ok((turns, checkpoints))
+        Ok(StoredContext {
+            turns,
+            spans,
+            summaries,
+        })
     }
 }

@@ -3,13 +3,14 @@
 
 use super::{MIGRATOR, SqliteStore, SqliteTx};
 use crate::config::DatabaseConfig;
+use crate::context::{self, CheckpointSpan, ContextSummary, ContextTurn};
 use crate::coverage::{IdRanges, Reason, Role, TurnFacts, Verdict};
 use crate::domain::{ConversationId, TenantId};
 use crate::store::profiles::deciding_anchors;
 use crate::store::{
-    Backend, CheckpointRow, ContextCheckpoint, ContextTurn, ConversationRow, Error, FeedEvent,
-    FeedHeartbeat, LatestCheckpoint, ReconstructRow, Result, SpanningCheckpoint, Store,
-    StoredAnswer, StoredTurn, decode,
+    Backend, CheckpointRow, ConversationRow, Error, FeedEvent, FeedHeartbeat, LatestCheckpoint,
+    ReconstructRow, Result, SpanningCheckpoint, Store, StoredAnswer, StoredContext, StoredTurn,
+    decode,
 };
 use sqlx::Row;
 
@@ -306,27 +307,22 @@ impl Store for SqliteStore {
         &self,
         tenant: &TenantId,
         conversation: &ConversationId,
-    ) -> Result<(Vec<ContextTurn>, Vec<ContextCheckpoint>)> {
-        // One read transaction: in WAL mode both reads see the same snapshot.
+    ) -> Result<StoredContext> {
+        // One read transaction: in WAL mode every read sees the same snapshot.
         let mut tx = self.pool.begin().await?;
-        let turns = sqlx::query("SELECT id, role, content, tokens FROM turns WHERE tenant = ?1 AND conversation = ?2 ORDER BY id")
-            .bind(tenant.as_str())
-            .bind(conversation.as_str())
-            .fetch_all(&mut *tx)
-            .await?
-            .iter()
-            .map(|row| {
-                Ok(ContextTurn {
-                    id: row.try_get("id")?,
-                    role: decode::role(row.try_get("role")?)?,
-                    content: decode::text(row.try_get("content")?)?,
-                    tokens: decode::tokens(row.try_get("tokens")?)?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let checkpoints = sqlx::query(
-            "SELECT checkpoint_id, from_id, advanced_to, covered, summary, summary_tokens \
-             FROM checkpoints WHERE tenant = ?1 AND conversation = ?2 ORDER BY checkpoint_id",
+        let end: Option<i64> = sqlx::query_scalar(
+            "SELECT next_id FROM conversations WHERE tenant = ?1 AND conversation = ?2",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(end) = end else {
+            return Ok(StoredContext::default());
+        };
+        let spans = sqlx::query(
+            "SELECT checkpoint_id, from_id, advanced_to, covered FROM checkpoints \
+             WHERE tenant = ?1 AND conversation = ?2 ORDER BY checkpoint_id",
         )
         .bind(tenant.as_str())
         .bind(conversation.as_str())
@@ -334,17 +330,73 @@ impl Store for SqliteStore {
         .await?
         .iter()
         .map(|row| {
-            Ok(ContextCheckpoint {
-                checkpoint_id: row.try_get("checkpoint_id")?,
-                from: row.try_get("from_id")?,
-                advanced_to: row.try_get("advanced_to")?,
-                covered: decode::json(row.try_get("covered")?)?,
-                summary: decode::text(row.try_get("summary")?)?,
-                summary_tokens: decode::tokens(row.try_get("summary_tokens")?)?,
+            Ok(CheckpointSpan {
+                checkpoint_id: row.try_get(0)?,
+                from: row.try_get(1)?,
+                advanced_to: row.try_get(2)?,
+                covered: decode::json(row.try_get(3)?)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+        let reads = context::reads(end, &spans);
+        let summaries = sqlx::query(
+            "SELECT checkpoint_id, summary, summary_tokens FROM checkpoints \
+             WHERE tenant = ?1 AND conversation = ?2 \
+               AND checkpoint_id IN (SELECT value FROM json_each(?3))",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .bind(decode::to_json(&reads.summaries)?)
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(|row| {
+            let summary = ContextSummary {
+                text: decode::text(row.try_get(1)?)?,
+                tokens: decode::tokens(row.try_get(2)?)?,
+            };
+            Ok((row.try_get(0)?, summary))
+        })
+        .collect::<Result<_>>()?;
+        // Contents by range, ranges outermost: each is one index range scan.
+        let mut contents = sqlx::query(
+            "SELECT t.id, t.content FROM json_each(?3) AS r CROSS JOIN turns t \
+             WHERE t.tenant = ?1 AND t.conversation = ?2 \
+               AND t.id BETWEEN r.value ->> 0 AND r.value ->> 1 ORDER BY t.id",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .bind(decode::to_json(&reads.verbatim)?)
+        .fetch_all(&mut *tx)
+        .await?
+        .into_iter()
+        .map(|row| Ok((row.try_get::<i64, _>(0)?, decode::text(row.try_get(1)?)?)))
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .peekable();
+        let turns = sqlx::query(
+            "SELECT id, role, tokens FROM turns WHERE tenant = ?1 AND conversation = ?2 ORDER BY id",
+        )
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(|row| {
+            let id: i64 = row.try_get(0)?;
+            Ok(ContextTurn {
+                id,
+                role: decode::role(row.try_get(1)?)?,
+                tokens: decode::tokens(row.try_get(2)?)?,
+                content: contents.next_if(|(c, _)| *c == id).map(|(_, text)| text),
             })
         })
         .collect::<Result<Vec<_>>>()?;
         tx.commit().await?;
-        Ok((turns, checkpoints))
+        Ok(StoredContext {
+            turns,
+            spans,
+            summaries,
+        })
     }
 }

@@ -54,6 +54,16 @@ impl AnyStore {
         }
     }
 
+    /// What the working context reads of a single-tenant conversation.
+    pub async fn context(&self, conversation: &str) -> store::Result<store::StoredContext> {
+        let tenant = gatekeeper::domain::TenantId::single();
+        let conversation = gatekeeper::domain::ConversationId::parse(conversation).unwrap();
+        match self {
+            AnyStore::Postgres(s) => s.context(&tenant, &conversation).await,
+            AnyStore::Sqlite(s) => s.context(&tenant, &conversation).await,
+        }
+    }
+
     pub async fn backfill_profiles(&self) -> store::Result<u64> {
         match self {
             AnyStore::Postgres(s) => s.backfill_profiles().await,
