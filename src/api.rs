@@ -314,8 +314,20 @@ pub struct ReconstructResponse {
 pub struct ContextResponse {
     pub conversation: String,
     pub items: Vec<ContextItem>,
-    /// Tokens of every item: summaries count their summary tokens, turns their own.
+    /// Tokens of every item: summaries count their summary tokens, turns their own, stubs what
+    /// the stub itself takes (`stub_tokens`).
     pub total_tokens: u64,
+    /// With `max_tokens` only: the budget asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// With `max_tokens` only: whether the context fits it. `false` when the summaries, pinned
+    /// turns and live tail alone (every other turn a stub) take more; the answer is then that
+    /// smallest context, never a silent cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fits: Option<bool>,
+    /// With `max_tokens` only: the smallest `max_tokens` that fits (every stubbable turn a stub).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smallest_max_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -334,6 +346,22 @@ pub enum ContextItem {
         content: String,
         source: Source,
         tokens: u32,
+    },
+    /// A turn no summary covers, left out of a budgeted context: it exists, this is how big it
+    /// is, and `recall` answers it byte-exact.
+    Stub {
+        id: i64,
+        role: Role,
+        /// The turn's own tokens: what recalling it brings back.
+        tokens: u32,
+        /// What this stub takes in the context (counted in `total_tokens`).
+        stub_tokens: u32,
+        /// The turn's first characters (at most 160).
+        preview: String,
+        /// The turn's anchors, to search or ask for it by.
+        anchors: Vec<String>,
+        /// The reconstruct path that answers it.
+        recall: String,
     },
 }
 

@@ -167,8 +167,18 @@ impl Client {
             .await
     }
 
-    pub async fn context(&self, conversation: &str) -> Result<ContextResponse> {
-        self.get(self.url(conversation, &["context"])?).await
+    /// The working context; with `max_tokens`, within that budget (stubs for the turns left out).
+    pub async fn context(
+        &self,
+        conversation: &str,
+        max_tokens: Option<u64>,
+    ) -> Result<ContextResponse> {
+        let mut url = self.url(conversation, &["context"])?;
+        if let Some(max_tokens) = max_tokens {
+            url.query_pairs_mut()
+                .append_pair("max_tokens", &max_tokens.to_string());
+        }
+        self.get(url).await
     }
 
     pub async fn plan(

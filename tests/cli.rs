@@ -810,6 +810,7 @@ async fn context_lists_summaries_and_uncovered_turns_and_json_parses_as_a_contex
                 ..
             } => format!("summary {checkpoint_id} {covers}"),
             ContextItem::Turn { id, source, .. } => format!("turn {id} {}", source.as_str()),
+            ContextItem::Stub { id, .. } => format!("stub {id}"),
         })
         .collect();
     assert_eq!(
@@ -1204,4 +1205,35 @@ async fn append_pinned_pins_every_turn_and_pin_unpins_one() {
     let json: serde_json::Value = gk(&app, &["pin", "p", "1", "--json"]).await.exits(0).json();
     assert_eq!(json["pinned"], true);
     gk(&app, &["pin", "p", "7"]).await.exits(4);
+}
+
+#[tokio::test]
+async fn context_with_max_tokens_says_whether_it_fits_and_the_smallest_budget_that_does() {
+    let app = spawn_app().await;
+    compacted(&app, "c").await;
+    let tight: ContextResponse = gk(&app, &["context", "c", "--max-tokens", "1", "--json"])
+        .await
+        .exits(0)
+        .json();
+    assert_eq!((tight.max_tokens, tight.fits), (Some(1), Some(false)));
+    let smallest = tight.smallest_max_tokens.unwrap();
+    assert_eq!(
+        tight.total_tokens, smallest,
+        "the smallest context is the answer"
+    );
+    let human = gk(&app, &["context", "c", "--max-tokens", "1"]).await;
+    let first = human.exits(0).stdout.lines().next().unwrap().to_owned();
+    assert!(
+        first.ends_with(&format!(
+            "does not fit 1: the smallest context takes {smallest}"
+        )),
+        "{first}"
+    );
+    let enough = smallest.to_string();
+    let fits: ContextResponse = gk(&app, &["context", "c", "--max-tokens", &enough, "--json"])
+        .await
+        .exits(0)
+        .json();
+    assert_eq!(fits.fits, Some(true));
+    assert!(fits.total_tokens <= smallest);
 }

@@ -240,7 +240,7 @@ async fn a_missing_conversation_turn_or_checkpoint_is_a_not_found_problem() {
         expect_problem(client.checkpoint("c", 1).await, 404),
         expect_problem(client.reconstruct("c", 7).await, 404),
         expect_problem(client.reconstruct("nobody", 0).await, 404),
-        expect_problem(client.context("nobody").await, 404),
+        expect_problem(client.context("nobody", None).await, 404),
         expect_problem(client.checkpoints("nobody").await, 404),
         expect_problem(client.plan("nobody", 100, None).await, 404),
         expect_problem(
@@ -375,7 +375,7 @@ async fn reads_are_typed_and_equal_the_services_json() {
         );
     }
 
-    let context = client.context("c").await.unwrap();
+    let context = client.context("c", None).await.unwrap();
     assert_eq!(context.items.len(), 3);
     assert_eq!(
         context,

@@ -58,6 +58,9 @@ class Run:
     window_filled: int = 0  # appends after which the context was above the threshold
     peak_context: int = 0
     final_context_tokens: int = 0
+    budgeted_context_tokens: int = 0  # the final context with max_tokens = WINDOW
+    budgeted_context_fits: bool = False
+    budgeted_context_stubs: int = 0
     final_context_parts: dict[str, int] = field(default_factory=dict)  # tokens: summary, raw_log, live
     reconstruct: list[dict] = field(default_factory=list)  # one answer per turn, at the end
 
@@ -207,6 +210,11 @@ class Orchestrator:
         for item in context["items"]:
             part = "summary" if item["type"] == "summary" else item.get("source", "turn")
             self.run.final_context_parts[part] = self.run.final_context_parts.get(part, 0) + item["tokens"]
+        # The same context within the agent's window: stubs for the turns that do not fit.
+        budgeted = self.client.get(f"{self.base}/context?max_tokens={WINDOW}").body
+        self.run.budgeted_context_tokens = budgeted["total_tokens"]
+        self.run.budgeted_context_fits = budgeted["fits"]
+        self.run.budgeted_context_stubs = sum(1 for i in budgeted["items"] if i["type"] == "stub")
         for turn_id in range(len(self.run.texts)):
             answer = self.client.get(f"{self.base}/reconstruct/{turn_id}")
             if answer.status != 200:

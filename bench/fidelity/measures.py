@@ -36,12 +36,16 @@ def measure(run: Run) -> dict:
         window_filled_appends=run.window_filled,
         window_never_filled=int(run.peak_context <= THRESHOLD),
         final_context_over_window=int(run.final_context_tokens > WINDOW),
+        budgeted_context_tokens=run.budgeted_context_tokens,
+        budgeted_context_over_window=int(not run.budgeted_context_fits),
+        budgeted_context_stubs=run.budgeted_context_stubs,
     )
     return {
         "strategy": run.strategy,
         "session": run.session,
         "conversation": run.conversation,
         "final_context_share": ratio(run.final_context_tokens, sum(run.tokens)),
+        "budgeted_context_share": ratio(run.budgeted_context_tokens, sum(run.tokens)),
         "peak_context_tokens": run.peak_context,
         "counts": dict(counts),
         "unbacked_examples": unbacked_examples(run, facts),
@@ -176,6 +180,7 @@ def aggregate(measured: list[dict]) -> dict:
     for m in measured:
         total.update(m["counts"])
     shares = [m["final_context_share"] for m in measured if m["final_context_share"] is not None]
+    budgeted = [m["budgeted_context_share"] for m in measured if m.get("budgeted_context_share") is not None]
     return {
         "sessions": len(measured),
         "claim_precision_key": ratio(total["claimed_key_backed"], total["claimed"]),
@@ -187,6 +192,7 @@ def aggregate(measured: list[dict]) -> dict:
         "yield_distinct": ratio(total["covered_turns"], total["asked_distinct_turns"]),
         "final_context_share_mean": ratio(sum(shares), len(shares)),
         "final_context_share_pooled": ratio(total["final_context_tokens"], total["raw_tokens"]),
+        "budgeted_context_share_mean": ratio(sum(budgeted), len(budgeted)) if budgeted else None,
         "turns_per_proposal": ratio(total["asked_turns"], total["proposals"]),
         "summary_to_range_tokens": ratio(total["persisted_summary_tokens"], total["persisted_prefix_tokens"]),
         "counts": dict(total),

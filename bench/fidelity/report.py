@@ -53,6 +53,11 @@ ROWS = [
         if a["counts"].get("final_context_tokens") else "–" for part in ("summary", "raw_log", "live"))),
     ("sessions ending above the 20,000-token window",
      lambda a, n: f"{a['counts'].get('final_context_over_window', 0)} of {n}"),
+    ("**budgeted working context** (`max_tokens` = 20,000) / raw tokens (mean of sessions)",
+     lambda a, n: pct(a.get("budgeted_context_share_mean"))),
+    ("budgeted context: sessions that do not fit 20,000 / stubs in all",
+     lambda a, n: f"{a['counts'].get('budgeted_context_over_window', 0)} of {n} / "
+     f"{num(a['counts'].get('budgeted_context_stubs', 0))}" if "budgeted_context_stubs" in a["counts"] else "–"),
     ("sessions where the window never filled", lambda a, n: f"{a['counts'].get('window_never_filled', 0)} of {n}"),
     ("proposals", counted("proposals")),
     ("turns per proposal", lambda a, n: num(a.get("turns_per_proposal"))),

@@ -61,7 +61,7 @@ enum Command {
     /// Get a turn back: from the summary if covered, else from the raw log.
     Reconstruct(ReconstructArgs),
     /// The working context: summaries and uncovered turns in order.
-    Context(ConversationArgs),
+    Context(ContextArgs),
     /// The largest range from `--from` that a summary budget can cover, the anchors each of its
     /// turns needs, and whether to compact now.
     Plan(PlanArgs),
@@ -138,6 +138,15 @@ struct ReconstructArgs {
 #[derive(Args)]
 struct ConversationArgs {
     conversation: String,
+}
+
+#[derive(Args)]
+struct ContextArgs {
+    conversation: String,
+    /// Fit the context in this many tokens: turns left out become stubs that say how to recall
+    /// them.
+    #[arg(long)]
+    max_tokens: Option<u64>,
 }
 
 #[derive(Args)]
@@ -231,7 +240,10 @@ pub async fn main() -> ExitCode {
         ),
         Some(Command::Context(args)) => show(
             remote,
-            remote.client().context(&args.conversation).await,
+            remote
+                .client()
+                .context(&args.conversation, args.max_tokens)
+                .await,
             output::context,
         ),
         Some(Command::Plan(args)) => {

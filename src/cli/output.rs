@@ -77,8 +77,15 @@ pub fn reconstruct(r: &ReconstructResponse) -> String {
 }
 
 pub fn context(c: &ContextResponse) -> String {
+    let budget = match (c.max_tokens, c.fits, c.smallest_max_tokens) {
+        (Some(max), Some(true), _) => format!(" of {max}"),
+        (Some(max), _, Some(smallest)) => {
+            format!(" · does not fit {max}: the smallest context takes {smallest}")
+        }
+        _ => String::new(),
+    };
     let mut lines = vec![format!(
-        "{} · {} items · {} tokens",
+        "{} · {} items · {} tokens{budget}",
         c.conversation,
         c.items.len(),
         c.total_tokens
@@ -101,6 +108,16 @@ pub fn context(c: &ContextResponse) -> String {
                 ..
             } => {
                 format!("[turn {id}] {role} · {} · {tokens} tokens", source.as_str())
+            }
+            ContextItem::Stub {
+                id,
+                role,
+                tokens,
+                stub_tokens,
+                recall,
+                ..
+            } => {
+                format!("[stub {id}] {role} · {tokens} tokens left out ({stub_tokens} here) · recall {recall}")
             }
         });
     }

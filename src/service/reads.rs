@@ -131,33 +131,63 @@ impl<S: Store> Service<S> {
     }
 
     /// Summaries and uncovered turns in turn order.
+    /// Summaries and uncovered turns in turn order; with `max_tokens`, within that budget
+    /// (the policy is [`context::working_context`]'s), stubs standing for the turns left out.
     pub async fn context(
         &self,
         tenant: &TenantId,
         conversation: &ConversationId,
+        max_tokens: Option<u64>,
     ) -> Result<ContextResponse> {
         let stored = self.store.context(tenant, conversation).await?;
         if stored.turns.is_empty() {
             return Err(Error::NoConversation(conversation.clone()));
         }
-        let items = self
+        let tokens = self.tokens.clone();
+        let recall_prefix = format!("/v1/conversations/{conversation}/reconstruct/");
+        let assembled = self
             .cpu(tenant, CpuWork::Context, move || {
-                context::working_context(stored.turns, &stored.spans, &stored.summaries)
+                let count_tokens = |text: &str| tokens.count(text);
+                let budget = max_tokens.map(|max_tokens| context::Budget {
+                    max_tokens,
+                    recall_prefix: &recall_prefix,
+                    count_tokens: &count_tokens,
+                });
+                context::working_context(
+                    stored.turns,
+                    &stored.spans,
+                    &stored.summaries,
+                    budget.as_ref(),
+                )
             })
             .await?
             .map_err(store::Error::invariant)?;
-        let total_tokens = items
-            .iter()
-            .map(|item| match item {
-                ContextItem::Summary { tokens, .. } | ContextItem::Turn { tokens, .. } => {
-                    u64::from(*tokens)
-                }
-            })
+        let stubs = (assembled.items.iter())
+            .filter(|item| matches!(item, ContextItem::Stub { .. }))
+            .count();
+        if stubs > 0 {
+            metrics::counter!("gatekeeper_context_stubs_total").increment(stubs as u64);
+        }
+        if assembled.fits == Some(false) {
+            metrics::counter!("gatekeeper_context_over_budget_total").increment(1);
+            tracing::info!(
+                tenant = %tenant,
+                conversation = %conversation,
+                max_tokens,
+                smallest_max_tokens = assembled.smallest_max_tokens,
+                "a working context does not fit its budget: the smallest one is answered"
+            );
+        }
+        let total_tokens = (assembled.items.iter())
+            .map(|item| u64::from(context::item_tokens(item)))
             .sum();
         Ok(ContextResponse {
             conversation: conversation.to_string(),
-            items,
+            items: assembled.items,
             total_tokens,
+            max_tokens,
+            fits: assembled.fits,
+            smallest_max_tokens: assembled.smallest_max_tokens,
         })
     }
 

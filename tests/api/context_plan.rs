@@ -6,17 +6,21 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 /// What the append answered for each turn, with the role and content that were sent.
-struct Logged {
-    role: String,
-    content: String,
-    tokens: u64,
-    anchors: Vec<String>,
+pub(crate) struct Logged {
+    pub role: String,
+    pub content: String,
+    pub tokens: u64,
+    pub anchors: Vec<String>,
 }
 
 /// Appends a real conversation with the anchors the service used to derive, sent as given
 /// anchors: these tests are about the context and the plan, so rule 2 alone decides their turns
 /// (rule 2b has its own tests).
-async fn append_conversation(app: &TestApp, conversation: &str, index: usize) -> Vec<Logged> {
+pub(crate) async fn append_conversation(
+    app: &TestApp,
+    conversation: &str,
+    index: usize,
+) -> Vec<Logged> {
     let mut turns = tau_conversation(index);
     for turn in &mut turns {
         let anchors = legacy_anchors(
@@ -76,7 +80,7 @@ fn anchored(log: &[Logged], from: usize, to: usize, summary: &str) -> Vec<i64> {
 
 /// Up to `n` anchored turns of `[from, to]` (after `from`) whose absence from the summary
 /// really uncovers them: some anchor of theirs is not brought in by the other turns' anchors.
-fn skippable(log: &[Logged], from: usize, to: usize, n: usize) -> Vec<usize> {
+pub(crate) fn skippable(log: &[Logged], from: usize, to: usize, n: usize) -> Vec<usize> {
     let mut chosen: Vec<usize> = Vec::new();
     for i in from + 1..=to {
         if chosen.len() == n {
@@ -101,8 +105,8 @@ fn skippable(log: &[Logged], from: usize, to: usize, n: usize) -> Vec<usize> {
     chosen
 }
 
-struct Checkpoint {
-    id: i64,
+pub(crate) struct Checkpoint {
+    pub id: i64,
     from: i64,
     advanced_to: i64,
     covered: Vec<i64>,
@@ -110,7 +114,7 @@ struct Checkpoint {
     summary_tokens: u64,
 }
 
-async fn compact(
+pub(crate) async fn compact(
     app: &TestApp,
     conversation: &str,
     log: &[Logged],

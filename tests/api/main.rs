@@ -8,6 +8,7 @@ mod advice;
 mod appends;
 mod auth;
 mod bounded_cost;
+mod budgeted_context;
 mod compactions;
 mod concurrency;
 mod context_plan;

@@ -57,9 +57,10 @@ fn respond(answer: Answer) -> Response {
     path = "/v1/conversations/{conversation}/context",
     tag = "reads",
     summary = "The working context to feed a model",
-    params(ConversationPath),
+    description = "Without `max_tokens`: every deciding summary once, where its first covered turn stood, and every other turn verbatim. With `max_tokens`: summaries, pinned turns and live turns verbatim; the other turns verbatim newest first while they fit, the rest as stubs (`type: stub`, with the turn's size, a preview, its anchors and the `recall` path that answers it byte-exact). When the summaries, pinned and live turns alone (every other turn a stub) exceed the budget, the answer is that smallest context with `fits: false` and `smallest_max_tokens`: never a silent cut.",
+    params(ConversationPath, ContextQuery),
     responses(
-        (status = 200, description = "Summaries and uncovered turns in turn order", body = ContextResponse),
+        (status = 200, description = "Summaries, turns and stubs in turn order", body = ContextResponse),
         Problems, NotFound,
     ),
     security(("bearer" = []))
@@ -68,8 +69,21 @@ pub async fn context<S: Store>(
     Tenant(tenant): Tenant,
     State(state): State<AppState<S>>,
     Conversation(conversation): Conversation,
+    ApiQuery(query): ApiQuery<ContextQuery>,
 ) -> Result<Json<ContextResponse>> {
-    Ok(Json(state.service.context(&tenant, &conversation).await?))
+    let context = (state.service)
+        .context(&tenant, &conversation, query.max_tokens)
+        .await?;
+    Ok(Json(context))
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ContextQuery {
+    /// The most tokens the context may take; without it, the whole context.
+    #[param(minimum = 0)]
+    max_tokens: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

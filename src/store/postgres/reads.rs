@@ -345,7 +345,9 @@ impl Store for PgStore {
         })
         .collect::<Result<_>>()?;
         let turns = sqlx::query(
-            "SELECT id, role, tokens, CASE WHEN id <@ $3::int8multirange THEN content END \
+            "SELECT id, role, tokens, pinned, \
+               CASE WHEN id <@ $3::int8multirange THEN content END, \
+               CASE WHEN id <@ $3::int8multirange THEN anchors END \
              FROM turns WHERE tenant = $1 AND conversation = $2 ORDER BY id",
         )
         .bind(tenant.as_str())
@@ -355,12 +357,15 @@ impl Store for PgStore {
         .await?
         .iter()
         .map(|row| {
-            let content: Option<Vec<u8>> = row.try_get(3)?;
+            let content: Option<Vec<u8>> = row.try_get(4)?;
+            let anchors: Option<Json<Vec<String>>> = row.try_get(5)?;
             Ok(ContextTurn {
                 id: row.try_get(0)?,
                 role: decode::role(row.try_get(1)?)?,
                 tokens: decode::tokens(row.try_get(2)?)?,
+                pinned: row.try_get(3)?,
                 content: content.map(decode::text).transpose()?,
+                anchors: anchors.map(|Json(a)| a).unwrap_or_default(),
             })
         })
         .collect::<Result<Vec<_>>>()?;

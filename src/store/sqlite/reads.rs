@@ -360,7 +360,7 @@ impl Store for SqliteStore {
         .collect::<Result<_>>()?;
         // Contents by range, ranges outermost: each is one index range scan.
         let mut contents = sqlx::query(
-            "SELECT t.id, t.content FROM json_each(?3) AS r CROSS JOIN turns t \
+            "SELECT t.id, t.content, t.anchors FROM json_each(?3) AS r CROSS JOIN turns t \
              WHERE t.tenant = ?1 AND t.conversation = ?2 \
                AND t.id BETWEEN r.value ->> 0 AND r.value ->> 1 ORDER BY t.id",
         )
@@ -370,12 +370,19 @@ impl Store for SqliteStore {
         .fetch_all(&mut *tx)
         .await?
         .into_iter()
-        .map(|row| Ok((row.try_get::<i64, _>(0)?, decode::text(row.try_get(1)?)?)))
+        .map(|row| {
+            let anchors: Vec<String> = decode::json(row.try_get(2)?)?;
+            Ok((
+                row.try_get::<i64, _>(0)?,
+                decode::text(row.try_get(1)?)?,
+                anchors,
+            ))
+        })
         .collect::<Result<Vec<_>>>()?
         .into_iter()
         .peekable();
         let turns = sqlx::query(
-            "SELECT id, role, tokens FROM turns WHERE tenant = ?1 AND conversation = ?2 ORDER BY id",
+            "SELECT id, role, tokens, pinned FROM turns WHERE tenant = ?1 AND conversation = ?2 ORDER BY id",
         )
         .bind(tenant.as_str())
         .bind(conversation.as_str())
@@ -384,11 +391,17 @@ impl Store for SqliteStore {
         .iter()
         .map(|row| {
             let id: i64 = row.try_get(0)?;
+            let (content, anchors) = match contents.next_if(|(c, _, _)| *c == id) {
+                Some((_, text, anchors)) => (Some(text), anchors),
+                None => (None, Vec::new()),
+            };
             Ok(ContextTurn {
                 id,
                 role: decode::role(row.try_get(1)?)?,
                 tokens: decode::tokens(row.try_get(2)?)?,
-                content: contents.next_if(|(c, _)| *c == id).map(|(_, text)| text),
+                pinned: row.try_get(3)?,
+                content,
+                anchors,
             })
         })
         .collect::<Result<Vec<_>>>()?;
