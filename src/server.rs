@@ -28,7 +28,10 @@ impl<S: Store> AppState<S> {
                 tokens,
                 i64::from(config.max_checkpoints_per_conversation),
                 match config.cpu_tasks_per_tenant {
-                    0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+                    0 => crate::config::default_cpu_tasks_per_tenant(
+                        std::thread::available_parallelism().map_or(1, |n| n.get()),
+                        keys.tenant_count(),
+                    ),
                     n => n,
                 },
             ),
