@@ -71,8 +71,18 @@ pub async fn context<S: Store>(
     Conversation(conversation): Conversation,
     ApiQuery(query): ApiQuery<ContextQuery>,
 ) -> Result<Json<ContextResponse>> {
+    // An int64 in the contract, as every count of tokens: a negative one is refused here.
+    let max_tokens = query
+        .max_tokens
+        .map(|n| {
+            u64::try_from(n).map_err(|_| Error::BadRequest {
+                detail: format!("max_tokens must not be negative, got {n}"),
+                field: Some("max_tokens".into()),
+            })
+        })
+        .transpose()?;
     let context = (state.service)
-        .context(&tenant, &conversation, query.max_tokens)
+        .context(&tenant, &conversation, max_tokens)
         .await?;
     Ok(Json(context))
 }
@@ -83,7 +93,7 @@ pub async fn context<S: Store>(
 pub struct ContextQuery {
     /// The most tokens the context may take; without it, the whole context.
     #[param(minimum = 0)]
-    max_tokens: Option<u64>,
+    max_tokens: Option<i64>,
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
