@@ -3,7 +3,7 @@
 use crate::harness::checks::{append_issue, checkpoint_issue, join_all, next_id, verify_all_turns};
 use crate::harness::db::{Backend, Db, backend_name};
 use crate::harness::postgres::ensure_postgres_up;
-use crate::harness::service::{LogFile, Service, call, client, get};
+use crate::harness::service::{LogFile, Service, all_checkpoints, call, client, get};
 use crate::harness::{Rng, Violations, append_body, seed, tau, thousands};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -203,21 +203,17 @@ impl KillProposer {
         violations: &Violations,
     ) -> Option<i64> {
         let c = &self.conversation;
-        let list = match get(http, &service.conversation_url(c, "/compactions")).await {
-            Ok(a) if a.status == 200 => a.body,
-            other => {
-                violations.push(format!("{c}: listing checkpoints: {other:?}"));
+        let list = match all_checkpoints(http, &service.conversation_url(c, "/compactions")).await {
+            Ok(list) => list,
+            Err(e) => {
+                violations.push(format!("{c}: {e}"));
                 return None;
             }
         };
-        let mut ids: Vec<i64> = list["checkpoints"]
-            .as_array()
-            .map(|l| {
-                l.iter()
-                    .filter_map(|c| c["checkpoint_id"].as_i64())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut ids: Vec<i64> = list
+            .iter()
+            .filter_map(|c| c["checkpoint_id"].as_i64())
+            .collect();
         ids.sort();
         let sent: HashMap<&str, &Sent> = self
             .done
@@ -569,15 +565,12 @@ async fn sigkill_mid_writes(backend: Backend) {
     let mut checkpoints = 0;
     for p in &proposers {
         keys += p.done.len();
-        let list = get(
+        let list = all_checkpoints(
             &http,
             &service.conversation_url(&p.conversation, "/compactions"),
         )
         .await;
         let ids: Vec<i64> = list
-            .as_ref()
-            .ok()
-            .and_then(|a| a.body["checkpoints"].as_array().cloned())
             .unwrap_or_default()
             .iter()
             .filter_map(|c| c["checkpoint_id"].as_i64())
@@ -628,15 +621,12 @@ async fn sigkill_mid_writes(backend: Backend) {
     let after = {
         let mut n = 0;
         for p in &proposers {
-            let list = get(
+            let list = all_checkpoints(
                 &http,
                 &service.conversation_url(&p.conversation, "/compactions"),
             )
             .await;
-            n += list
-                .ok()
-                .and_then(|a| a.body["checkpoints"].as_array().map(Vec::len))
-                .unwrap_or(0);
+            n += list.map_or(0, |l| l.len());
         }
         n
     };

@@ -3,7 +3,7 @@
 use crate::harness::checks::{checkpoint_issue, join_all, next_id, verify_turns};
 use crate::harness::db::{Backend, Db, backend_name};
 use crate::harness::postgres::ensure_postgres_up;
-use crate::harness::service::{Service, call, client, get};
+use crate::harness::service::{Service, all_checkpoints, call, client, get};
 use crate::harness::{Rng, Violations, seed, tau, thousands};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -213,17 +213,13 @@ async fn two_processes_on_one_database(backend: Backend) {
 
     // Decisions serialized: ids 1..n without gaps, each checkpoint exactly the proposal its 201
     // named, whole.
-    let list = get(&http, &compactions_url(&a.base))
+    let list = all_checkpoints(&http, &compactions_url(&a.base))
         .await
         .expect("the list");
-    let mut listed: Vec<i64> = list.body["checkpoints"]
-        .as_array()
-        .map(|l| {
-            l.iter()
-                .filter_map(|c| c["checkpoint_id"].as_i64())
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut listed: Vec<i64> = list
+        .iter()
+        .filter_map(|c| c["checkpoint_id"].as_i64())
+        .collect();
     listed.sort();
     let total = FREE_FOR_ALL + RACE_ROUNDS;
     if listed != (1..=total).collect::<Vec<_>>() {

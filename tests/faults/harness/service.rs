@@ -187,6 +187,31 @@ pub(crate) async fn get(http: &reqwest::Client, url: &str) -> Result<Answer, req
     call(http, Method::GET, url, None, None).await
 }
 
+/// Every checkpoint a `/compactions` list URL names, newest first, page after page (the list
+/// answers 100 a page): a run that makes more must still see its oldest.
+pub(crate) async fn all_checkpoints(
+    http: &reqwest::Client,
+    list_url: &str,
+) -> Result<Vec<Value>, String> {
+    let mut all = Vec::new();
+    let mut cursor: Option<i64> = None;
+    loop {
+        let url = match cursor {
+            Some(c) => format!("{list_url}?cursor={c}"),
+            None => list_url.to_owned(),
+        };
+        let page = match get(http, &url).await {
+            Ok(a) if a.status == 200 => a.body,
+            other => return Err(format!("listing checkpoints: {other:?}")),
+        };
+        all.extend(page["checkpoints"].as_array().cloned().unwrap_or_default());
+        match page["next_cursor"].as_i64() {
+            Some(next) => cursor = Some(next),
+            None => return Ok(all),
+        }
+    }
+}
+
 /// What is wrong with an answer that should be an outage answer: `503` problem+json of type
 /// `unavailable` with a numeric `Retry-After`.
 pub(crate) fn outage_issue(a: &Answer) -> Option<String> {
