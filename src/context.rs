@@ -160,15 +160,11 @@ pub fn working_context(
         });
     };
     // The smallest context: every stubbable turn as the cheaper of itself and its stub.
-    let stubbed_cost = |index: usize, stub_tokens: u32| item_tokens(&items[index]).min(stub_tokens);
-    let fixed: u64 = items.iter().map(item_tokens).map(u64::from).sum::<u64>()
-        - (stubbable.iter())
-            .map(|&(index, _, _)| u64::from(item_tokens(&items[index])))
-            .sum::<u64>();
-    let smallest = fixed
-        + (stubbable.iter())
-            .map(|&(index, _, cost)| u64::from(stubbed_cost(index, cost)))
-            .sum::<u64>();
+    let whole: u64 = items.iter().map(|item| u64::from(item_tokens(item))).sum();
+    let saved: u64 = (stubbable.iter())
+        .map(|&(index, _, cost)| u64::from(item_tokens(&items[index]).saturating_sub(cost)))
+        .sum();
+    let smallest = whole - saved;
     let mut room = budget.max_tokens.saturating_sub(smallest);
     // Newest first: whether each stays verbatim (a turn cheaper than its stub always does).
     for (index, stub, cost) in stubbable.into_iter().rev() {

@@ -368,6 +368,11 @@ fn table() -> Vec<Case> {
         bad(get("plan: non-numeric from", format!("{C}/compaction-plan?summary_budget=10&from=zero")), 400, Some("query"), "from"),
         // `from` is a well-formed turn id that the log does not hold: the plan documents 404.
         bad(get("plan: negative from", format!("{C}/compaction-plan?summary_budget=10&from=-1")), 404, None, "not in the log"),
+        bad(get("context: max_tokens -1", format!("{C}/context?max_tokens=-1")), 400, Some("max_tokens"), "must not be negative"),
+        bad(get("context: max_tokens 2^63", format!("{C}/context?max_tokens={TWO_63}")), 400, Some("query"), "max_tokens"),
+        bad(get("context: non-numeric max_tokens", format!("{C}/context?max_tokens=lots")), 400, Some("query"), "max_tokens"),
+        bad(get("context: max_tokens twice", format!("{C}/context?max_tokens=1&max_tokens=2")), 400, Some("query"), "duplicate field"),
+        bad(get("context: unknown parameter", format!("{C}/context?budget=10")), 400, Some("query"), "unknown field `budget`"),
         bad(get("plan: from beyond the log", format!("{C}/compaction-plan?summary_budget=10&from=4")), 404, None, "not in the log"),
         get("plan: budget i64::MAX", format!("{C}/compaction-plan?summary_budget=9223372036854775807&from=0")).success(200),
         // ---- Ids in the path ---------------------------------------------------------------
