@@ -9,7 +9,8 @@
 # start the service on a free loopback port against a fresh database · seed it through the API
 # (tau-bench conversations repeated to >= 1M turns in 10,000 conversations, checkpoints on half) ·
 # measure reconstruct (wrk) vs pgbench -S, appends vs COPY, compactions vs one SELECT, compaction
-# range sizes, reconstruct while large token-less batches are appended, RSS · write the table ·
+# range sizes, reconstruct while large token-less batches are appended, search (bench/search.py),
+# RSS · write the table ·
 # stop the service and drop the databases (also on failure).
 #
 # Knobs (environment): LOAD_SCALE (1), LOAD_DURATION (30 s per throughput measurement at scale
@@ -402,6 +403,20 @@ check_disturbance() {
   fi
 }
 
+measure_search() {
+  say "search: recall on real sessions, latency in a 10,000-turn conversation and tenant-wide"
+  if [[ $(curl -s -o /dev/null -w '%{http_code}' -H "authorization: Bearer $KEY" "$URL/v1/search?q=flight") == 404 ]]; then
+    echo "  this binary has no search endpoint: skipped"
+    return
+  fi
+  python3 "$ROOT/bench/search.py" --url "$URL" --key "$KEY" --data "$TAU_DATA" \
+    | while IFS=$'\t' read -r k v; do put "$k" "$v"; done
+  pg -d "$BENCH_DB" -c "VACUUM ANALYZE turn_search" >/dev/null
+  put search_bytes_per_turn "$(pg -d "$BENCH_DB" -Atc "SELECT pg_total_relation_size('turn_search') / greatest(count(*), 1) FROM turn_search")"
+  put turns_bytes_per_turn "$(pg -d "$BENCH_DB" -Atc "SELECT pg_total_relation_size('turns') / greatest(count(*), 1) FROM turns")"
+  rss_phase search
+}
+
 write_report() {
   put loadavg_end "$(cut -d' ' -f1-3 /proc/loadavg)"
   put wall_s "$SECONDS"
@@ -426,6 +441,7 @@ main() {
   measure_compactions
   measure_sizes
   measure_stall
+  measure_search
   measure_rss
   check_disturbance
   write_report

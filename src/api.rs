@@ -490,3 +490,74 @@ impl AppendTurnsResponse {
         }
     }
 }
+
+/// Search hits over the raw log, best first, each with what `reconstruct` would answer for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({"query": "HAT170", "complete": true,
+    "terms": [{"term": "hat170", "turns": 1, "complete": true}], "ignored": [],
+    "hits": [{"conversation": "airline-0-0", "turn": 7, "role": "tool", "score": 7.62,
+      "snippet": {"text": "{\"flight_number\": \"HAT170\", \"origin\": \"LGA\"", "start": 0,
+                  "matches": [{"term": "hat170", "start": 19, "end": 25}]},
+      "source": "raw_log", "checkpoint_id": 1, "terms_in_summary": null,
+      "recall": "/v1/conversations/airline-0-0/reconstruct/7"}]}))]
+pub struct SearchResponse {
+    pub query: String,
+    /// The terms searched for: each run of words joined by identifier punctuation, normalized
+    /// (stop words and single characters left out).
+    pub terms: Vec<SearchTerm>,
+    /// Words of the query not searched, normalized: stop words, single characters, words
+    /// longer than 64 characters, terms past the 16th.
+    pub ignored: Vec<String>,
+    pub hits: Vec<SearchHit>,
+    /// False when some term is held by more turns than a query ranks: the hits are the best of
+    /// those it read, and a rarer term would find the rest.
+    pub complete: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SearchTerm {
+    pub term: String,
+    /// Turns of the scope found holding it (at most the per-term limit, 1,000).
+    pub turns: u32,
+    /// False when more turns hold it than were read.
+    pub complete: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SearchHit {
+    pub conversation: String,
+    pub turn: i64,
+    pub role: Role,
+    /// BM25 over the turns found (higher is better); comparable within one answer only.
+    pub score: f64,
+    pub snippet: SearchSnippet,
+    /// What `reconstruct` answers for this turn: `summary` (a checkpoint covers it), `raw_log`
+    /// (a checkpoint spans it without covering it) or `live`.
+    pub source: Source,
+    /// The checkpoint that decides the turn, unless it is live.
+    pub checkpoint_id: Option<i64>,
+    /// With `source: summary` only: whether every matched term is in that summary too. False
+    /// means the summary stands for the turn without the words searched for: recall the turn.
+    pub terms_in_summary: Option<bool>,
+    /// The path whose answer is this turn (`reconstruct`); `GET .../turns/{turn}` gives it raw.
+    pub recall: String,
+}
+
+/// Where the matched terms stand in the turn's text: offsets count characters, as evidence
+/// offsets do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SearchSnippet {
+    /// Up to 240 characters of the turn's text around its first match.
+    pub text: String,
+    /// Where `text` starts in the turn's text.
+    pub start: usize,
+    /// Each matched term's first occurrence inside `text`.
+    pub matches: Vec<SearchMatch>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SearchMatch {
+    pub term: String,
+    pub start: usize,
+    pub end: usize,
+}

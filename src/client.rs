@@ -181,6 +181,31 @@ impl Client {
         self.get(url).await
     }
 
+    /// Turns holding the words of `q`, best first: within `conversation`, or across the tenant's
+    /// conversations (those whose id starts with `prefix`, when given).
+    pub async fn search(&self, query: &SearchQuery<'_>) -> Result<SearchResponse> {
+        let mut url = match query.conversation {
+            Some(conversation) => self.url(conversation, &["search"])?,
+            None => {
+                let mut url = self.base_url()?;
+                url.path_segments_mut()
+                    .map_err(|()| ClientError::InvalidUrl(self.base.clone()))?
+                    .extend(["v1", "search"]);
+                url
+            }
+        };
+        url.query_pairs_mut().append_pair("q", query.q);
+        if let Some(limit) = query.limit {
+            url.query_pairs_mut()
+                .append_pair("limit", &limit.to_string());
+        }
+        if let Some(prefix) = query.conversation_prefix {
+            url.query_pairs_mut()
+                .append_pair("conversation_prefix", prefix);
+        }
+        self.get(url).await
+    }
+
     pub async fn plan(
         &self,
         conversation: &str,
@@ -280,4 +305,15 @@ fn problem_error(status: StatusCode, text: String) -> ClientError {
         return ClientError::Rejected(Box::new(verdict));
     }
     ClientError::Problem(problem)
+}
+
+/// A search: its words, and where to look.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SearchQuery<'a> {
+    pub q: &'a str,
+    /// One conversation; `None`: every conversation of the tenant.
+    pub conversation: Option<&'a str>,
+    /// Tenant-wide only: conversations whose id starts with this.
+    pub conversation_prefix: Option<&'a str>,
+    pub limit: Option<u32>,
 }

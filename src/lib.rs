@@ -3,7 +3,7 @@
 //!
 //! A guided tour, in reading order:
 //! 1. the pure core: [`domain`] (parsed values), [`coverage`] (the decision), [`append`] (how a
-//!    batch fits the log), [`plan`] (the compaction plan), [`context`] (the working context),
+//!    batch fits the log), [`plan`] (the compaction plan), [`context`] (the working context), [`search`],
 //!    [`tokens`], and the wire types in [`api`];
 //! 2. [`service`]: the flows that use the core, written once;
 //! 3. [`store`] beneath them (SQL only) and [`http`] above them (parse, call a flow, respond);
@@ -23,12 +23,16 @@ pub mod coverage;
 pub mod domain;
 /// The compaction plan and its advice (compact, raise the budget, or wait) (pure).
 pub mod plan;
+/// Search over the raw log: query terms, index keys, ranking and snippets (pure).
+pub mod search;
 /// Token counting with a real tokenizer (tiktoken), built once and shared.
 pub mod tokens;
 
 /// The HTTP service: router, handlers, errors, auth, metrics. Handlers parse, call a flow of
 /// [`service`], and map the result.
 pub mod http;
+/// The MCP server: recall tools for agents, over streamable HTTP at `/mcp` or over stdio.
+pub mod mcp;
 /// The request flows (append, propose, pin, reads), written once over any [`store::Store`]:
 /// they call the pure core and the store.
 pub mod service;

@@ -176,6 +176,13 @@ async fn launch<S: Store>(config: ServeConfig) -> anyhow::Result<()> {
             "term profiles computed for turns stored before them"
         );
     }
+    let indexed = store.backfill_search().await?;
+    if indexed > 0 {
+        tracing::info!(
+            turns = indexed,
+            "turns stored before the search index indexed"
+        );
+    }
     tracing::info!(backend = ?store.backend(), "database ready");
     let listener = TcpListener::bind(config.listen).await?;
     tracing::info!(address = %listener.local_addr()?, "listening");

@@ -6,8 +6,8 @@ use gatekeeper::config::ServeConfig;
 use gatekeeper_test_support as support;
 
 use gatekeeper::api::{
-    CompactionPlanResponse, ContextItem, ContextResponse, ReconstructResponse, Source,
-    VerdictResponse,
+    CompactionPlanResponse, ContextItem, ContextResponse, ReconstructResponse, SearchResponse,
+    Source, VerdictResponse,
 };
 use gatekeeper::coverage::Outcome;
 use reqwest::StatusCode;
@@ -1236,4 +1236,57 @@ async fn context_with_max_tokens_says_whether_it_fits_and_the_smallest_budget_th
         .json();
     assert_eq!(fits.fits, Some(true));
     assert!(fits.total_tokens <= smallest);
+}
+
+#[tokio::test]
+async fn search_finds_a_turn_by_its_words_in_one_conversation_or_across_them() {
+    let app = spawn_app().await;
+    gk(&app, &["append", &tau_path(), "--limit", "2"])
+        .await
+        .exits(0);
+    let in_one: SearchResponse = gk(
+        &app,
+        &["search", "mia_li_3668", "-c", "airline-0-0", "--json"],
+    )
+    .await
+    .exits(0)
+    .json();
+    assert!(!in_one.hits.is_empty());
+    for hit in &in_one.hits {
+        assert_eq!(hit.conversation, "airline-0-0");
+        let turn = expect(app.turn("airline-0-0", hit.turn).await, StatusCode::OK).await;
+        let content = turn["content"].as_str().unwrap();
+        assert!(content.contains("mia_li_3668"), "{content}");
+    }
+    let limited: SearchResponse = gk(&app, &["search", "flight", "--limit", "3", "--json"])
+        .await
+        .exits(0)
+        .json();
+    assert_eq!(limited.hits.len(), 3);
+    let conversations: std::collections::BTreeSet<&str> =
+        (limited.terms.iter()).map(|t| t.term.as_str()).collect();
+    assert_eq!(conversations, ["flight"].into());
+    let human = gk(&app, &["search", "mia_li_3668", "--prefix", "airline-0"]).await;
+    let out = &human.exits(0).stdout;
+    let head = out.lines().next().unwrap();
+    assert!(
+        head.starts_with(&format!("{} hits for mia_li_3668", in_one.hits.len())),
+        "{head}"
+    );
+    assert!(
+        out.contains("airline-0-0/") && out.contains("· live ·"),
+        "{out}"
+    );
+    gk(&app, &["search", "flight", "-c", "nobody"])
+        .await
+        .exits(4);
+    let unsearchable = gk(&app, &["search", "the of", "-c", "airline-0-0"]).await;
+    let first = unsearchable
+        .exits(0)
+        .stdout
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    assert_eq!(first, "0 hits for  · not searched: the, of");
 }

@@ -62,6 +62,9 @@ enum Command {
     Reconstruct(ReconstructArgs),
     /// The working context: summaries and uncovered turns in order.
     Context(ContextArgs),
+    /// Find turns by the words, numbers and identifiers they hold, with what `reconstruct` answers
+    /// for each: in one conversation (--conversation) or in all of them.
+    Search(SearchArgs),
     /// The largest range from `--from` that a summary budget can cover, the anchors each of its
     /// turns needs, and whether to compact now.
     Plan(PlanArgs),
@@ -69,6 +72,10 @@ enum Command {
     Pin(PinArgs),
     /// A conversation's log and latest checkpoint, or the service's readiness.
     Status(StatusArgs),
+    /// Serve the MCP tools (search_history, recall_turn, working_context, coverage) on stdin and
+    /// stdout, answered by the service at --url with --key: for agents that start MCP servers
+    /// as processes.
+    Mcp,
 }
 
 #[derive(Args, Clone)]
@@ -150,6 +157,21 @@ struct ContextArgs {
 }
 
 #[derive(Args)]
+struct SearchArgs {
+    /// Words, numbers or identifiers (`ZFA04Y`, `src/store/mod.rs`, `HTTP 503`).
+    query: String,
+    /// Search this conversation only (default: every conversation of the tenant).
+    #[arg(long, short = 'c')]
+    conversation: Option<String>,
+    /// Across conversations: only those whose id starts with this.
+    #[arg(long, conflicts_with = "conversation")]
+    prefix: Option<String>,
+    /// Most hits (1 to 50; default 10).
+    #[arg(long)]
+    limit: Option<u32>,
+}
+
+#[derive(Args)]
 struct PlanArgs {
     conversation: String,
     /// Summary budget in tokens.
@@ -228,6 +250,9 @@ pub async fn main() -> ExitCode {
             Ok(())
         }
         Some(Command::Healthcheck { url }) => healthcheck(&url).await,
+        Some(Command::Mcp) => crate::mcp::serve_stdio(remote.url.clone(), remote.key.clone())
+            .await
+            .map_err(Failure::from),
         Some(Command::Append(args)) => append(args, remote).await,
         Some(Command::Compact(args)) => compact(args, remote).await,
         Some(Command::Reconstruct(args)) => show(
@@ -246,6 +271,15 @@ pub async fn main() -> ExitCode {
                 .await,
             output::context,
         ),
+        Some(Command::Search(args)) => {
+            let query = crate::client::SearchQuery {
+                q: &args.query,
+                conversation: args.conversation.as_deref(),
+                conversation_prefix: args.prefix.as_deref(),
+                limit: args.limit,
+            };
+            show(remote, remote.client().search(&query).await, output::search)
+        }
         Some(Command::Plan(args)) => {
             let plan = remote
                 .client()
@@ -345,8 +379,9 @@ async fn migrate_on<S: Store>(db: &DatabaseConfig) -> Result<(), Failure> {
         .backfill_profiles()
         .await
         .map_err(|e| Failure::Other(e.into()))?;
+    let indexed = (store.backfill_search().await).map_err(|e| Failure::Other(e.into()))?;
     println!(
-        "migrations applied ({:?} at {}); {profiled} turns given term profiles",
+        "migrations applied ({:?} at {}); {profiled} turns given term profiles, {indexed} indexed for search",
         store.backend(),
         crate::config::redact_url(&db.url())
     );

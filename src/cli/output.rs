@@ -201,3 +201,40 @@ pub fn append(summaries: &[AppendSummary]) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+pub fn search(s: &SearchResponse) -> String {
+    let terms: Vec<String> = (s.terms.iter())
+        .map(|t| {
+            let more = if t.complete { "" } else { "+" };
+            format!("{} ({}{more} turns)", t.term, t.turns)
+        })
+        .collect();
+    let ignored = if s.ignored.is_empty() {
+        String::new()
+    } else {
+        format!(" · not searched: {}", s.ignored.join(", "))
+    };
+    let mut lines = vec![format!(
+        "{} hits for {}{ignored}{}",
+        s.hits.len(),
+        terms.join(", "),
+        if s.complete {
+            ""
+        } else {
+            " · incomplete: a term is in more turns than a search reads"
+        }
+    )];
+    for h in &s.hits {
+        let source = match (h.source, h.terms_in_summary) {
+            (Source::Summary, Some(true)) => "summary (kept the words)".to_owned(),
+            (Source::Summary, _) => "summary (without the words: recall the turn)".to_owned(),
+            (source, _) => source.as_str().to_owned(),
+        };
+        lines.push(format!(
+            "{}/{} [{}] score {} · {source} · {}",
+            h.conversation, h.turn, h.role, h.score, h.recall
+        ));
+        lines.push(format!("    {}", h.snippet.text.replace('\n', " ")));
+    }
+    lines.join("\n")
+}

@@ -75,9 +75,34 @@ pub async fn admit<S: Store>(
     next.run(request).await
 }
 
+/// The middleware on `/mcp`: authenticates (401) and nothing else, since each tool call is a
+/// REST request of its own, rate-limited and admitted as one.
+pub async fn authenticate<S: Store>(
+    State(state): State<AppState<S>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match key_owner(&state, &request) {
+        Ok(_) => next.run(request).await,
+        Err(e) => e.into_response(),
+    }
+}
+
 /// The tenant the bearer key belongs to (the single tenant when no keys are configured), within
 /// its rate.
 fn tenant_of<S>(state: &AppState<S>, request: &Request) -> Result<TenantId, Error> {
+    let tenant = key_owner(state, request)?;
+    // Rate limits are per tenant, so only keyed services have them.
+    if let Some(limiter) = &state.rate_limiter
+        && let Err(wait) = limiter.check(&tenant, std::time::Instant::now())
+    {
+        return Err(Error::TooManyRequests(wait));
+    }
+    Ok(tenant)
+}
+
+/// The tenant the bearer key belongs to (the single tenant when no keys are configured).
+fn key_owner<S>(state: &AppState<S>, request: &Request) -> Result<TenantId, Error> {
     if state.keys.is_empty() {
         return Ok(TenantId::single());
     }
@@ -90,15 +115,5 @@ fn tenant_of<S>(state: &AppState<S>, request: &Request) -> Result<TenantId, Erro
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, key)| key.trim())
         .ok_or(Error::Unauthorized)?;
-    let tenant = state
-        .keys
-        .tenant_for(presented)
-        .ok_or(Error::Unauthorized)?;
-    // Rate limits are per tenant, so only keyed services have them.
-    if let Some(limiter) = &state.rate_limiter
-        && let Err(wait) = limiter.check(&tenant, std::time::Instant::now())
-    {
-        return Err(Error::TooManyRequests(wait));
-    }
-    Ok(tenant)
+    state.keys.tenant_for(presented).ok_or(Error::Unauthorized)
 }

@@ -89,10 +89,26 @@ impl<S> AppState<S> {
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
+/// The service: the REST API, and `/mcp`, whose tools the REST API answers in process.
 pub fn router<S: Store>(state: AppState<S>) -> Router {
-    use handlers::*;
     // Install the recorder before the first request, or early counts would go nowhere.
     metrics::handle();
+    let mcp = crate::mcp::http_service(rest(&state, Router::new()), state.keys.is_empty());
+    let mcp =
+        Router::new()
+            .nest_service("/mcp", mcp)
+            .route_layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                admission::authenticate::<S>,
+            ));
+    rest(&state, mcp)
+}
+
+/// The REST API's routes and `extra`, under the service's layers (metrics, timeout,
+/// compression, tracing, request ids).
+fn rest<S: Store>(state: &AppState<S>, extra: Router<AppState<S>>) -> Router {
+    use handlers::*;
+    let state = state.clone();
     let conversation = "/v1/conversations/{conversation}";
     let api = Router::new()
         .route(conversation, get(turns::conversation::<S>))
@@ -118,6 +134,11 @@ pub fn router<S: Store>(state: AppState<S>) -> Router {
             &format!("{conversation}/compaction-plan"),
             get(reads::compaction_plan::<S>),
         )
+        .route(
+            &format!("{conversation}/search"),
+            get(search::conversation::<S>),
+        )
+        .route("/v1/search", get(search::tenant::<S>))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             admission::admit::<S>,
@@ -126,6 +147,7 @@ pub fn router<S: Store>(state: AppState<S>) -> Router {
     let timeout = state.request_timeout;
     Router::new()
         .merge(api)
+        .merge(extra)
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz::<S>))
         .route("/metrics", get(health::metrics))

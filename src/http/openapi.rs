@@ -143,6 +143,8 @@ impl Modify for BearerAuth {
         handlers::reads::reconstruct,
         handlers::reads::context,
         handlers::reads::compaction_plan,
+        handlers::search::conversation,
+        handlers::search::tenant,
         handlers::health::healthz,
         handlers::health::readyz,
         handlers::health::metrics,
@@ -153,13 +155,14 @@ impl Modify for BearerAuth {
         CheckpointListResponse, CheckpointItem, CheckpointResponse, ReconstructResponse, Source, Evidence,
         ContextResponse, ContextItem, CompactionPlanResponse, IdRange, IdRanges, Role, Mode, Outcome,
         CoveragePath, TruncationSignal, TurnStatus, Reason, Rejection, TurnPatch, AnchorOrigin,
-        Advice, AdviceReason, PlannedTurn, AnchorEvidence
+        Advice, AdviceReason, PlannedTurn, AnchorEvidence, SearchResponse, SearchTerm, SearchHit,
+        SearchSnippet, SearchMatch
     )),
     modifiers(&BearerAuth),
     tags(
         (name = "turns", description = "The raw turn log"),
         (name = "compactions", description = "Compaction proposals and the checkpoints they persist"),
-        (name = "reads", description = "Reconstruct, context and the compaction plan"),
+        (name = "reads", description = "Reconstruct, context, search and the compaction plan"),
         (name = "operations", description = "Probes and metrics; no key needed")
     )
 )]

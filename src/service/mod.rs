@@ -9,6 +9,7 @@ mod append;
 mod pins;
 mod propose;
 mod reads;
+mod search;
 mod tenant_slots;
 
 pub use propose::Proposed;
@@ -47,6 +48,8 @@ enum CpuWork {
     Evidence,
     /// Assembling the working context.
     Context,
+    /// Ranking search candidates, and locating the terms in the hits.
+    Search,
 }
 
 impl CpuWork {
@@ -58,6 +61,7 @@ impl CpuWork {
             CpuWork::Plan => "plan",
             CpuWork::Evidence => "evidence",
             CpuWork::Context => "context",
+            CpuWork::Search => "search",
         }
     }
 }

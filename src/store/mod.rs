@@ -20,6 +20,7 @@ use crate::context::{CheckpointSpan, ContextSummary, ContextTurn};
 use crate::coverage::terms::TermKey;
 use crate::coverage::{Outcome, Reason, Role, TurnFacts, Verdict};
 use crate::domain::{ConversationId, TenantId};
+use crate::search::{Posting, Scope};
 use chrono::{DateTime, Utc};
 use foldhash::HashMap;
 use std::future::Future;
@@ -43,6 +44,9 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// Gives every turn stored before term profiles existed its profile, and rebuilds those
     /// conversations' candidate counts; returns how many turns it profiled. Run at start.
     fn backfill_profiles(&self) -> impl Future<Output = Result<u64>> + Send;
+    /// Indexes for search every turn stored before the search index existed, from its profile;
+    /// returns how many it indexed. Run at start, after [`Store::backfill_profiles`].
+    fn backfill_search(&self) -> impl Future<Output = Result<u64>> + Send;
     /// Reports checkpoints as they commit, in any process, until dropped; a connection that
     /// stops answering is reported [`FeedEvent::Lost`] within [`FeedHeartbeat::bound`]. Returns
     /// at once, having reported nothing, on a backend without a feed (SQLite): its callers keep
@@ -123,6 +127,21 @@ pub trait Store: Clone + Send + Sync + 'static {
         tenant: &TenantId,
         conversation: &ConversationId,
     ) -> impl Future<Output = Result<StoredContext>> + Send;
+    /// For each of `keys`, at most `per_key` of the scope's turns indexed under it (in no
+    /// particular order).
+    fn search_postings(
+        &self,
+        tenant: &TenantId,
+        scope: Scope<'_>,
+        keys: &[TermKey],
+        per_key: u32,
+    ) -> impl Future<Output = Result<Vec<Vec<Posting>>>> + Send;
+    /// How many turns the tenant's conversations hold (those whose name starts with `prefix`).
+    fn tenant_turns(
+        &self,
+        tenant: &TenantId,
+        prefix: Option<&str>,
+    ) -> impl Future<Output = Result<u64>> + Send;
 }
 
 /// One write transaction. Each method is one step of SQL; the order of the steps is the

@@ -21,6 +21,7 @@ mod pins;
 mod reconstruct;
 mod rule_2b;
 mod rules;
+mod search;
 mod security;
 mod turns_read;
 mod upgrade;

@@ -181,7 +181,25 @@ async fn a_database_from_before_term_profiles_is_upgraded_at_start_without_chang
         .await
             > 0
     );
+    // The search index, younger than profiles, indexes the old turns from their profiles.
+    assert_eq!(db.store.backfill_search().await.unwrap(), 3);
+    assert_eq!(
+        db.store.backfill_search().await.unwrap(),
+        0,
+        "once is enough"
+    );
     let app = spawn_app_on(db, defaults()).await;
+    for (id, (_, content, _)) in turns.iter().enumerate() {
+        let word = (content.split(|c: char| !c.is_alphanumeric()))
+            .max_by_key(|w| w.len())
+            .unwrap();
+        let path = format!("/v1/conversations/old/search?q={word}&limit=50");
+        let found = expect(app.get(&path).await, StatusCode::OK).await;
+        assert!(
+            (found["hits"].as_array().unwrap().iter()).any(|h| h["turn"] == id as i64),
+            "old turn {id} is found by {word:?}: {found}"
+        );
+    }
 
     // The anchors the old version derived are recognised as derived; the client's stay given.
     for (id, origin) in [(0, "derived"), (1, "given"), (2, "derived")] {

@@ -3,4 +3,5 @@
 pub mod compactions;
 pub mod health;
 pub mod reads;
+pub mod search;
 pub mod turns;

@@ -4,6 +4,7 @@
 mod backfill;
 mod feed;
 mod reads;
+mod search;
 mod tx;
 
 pub use tx::PgTx;

@@ -440,7 +440,8 @@ async fn insert_chunk(
     conversation: &ConversationId,
     turns: &[(LoggedTurn, TermProfile)],
 ) -> Result<()> {
-    // One multi-row INSERT over UNNEST: a round trip per chunk, not per turn.
+    // One statement over UNNEST: a round trip per chunk, not per turn, writing the turns and
+    // their search index rows.
     let ids: Vec<i64> = turns.iter().map(|(t, _)| t.id).collect();
     let roles: Vec<&str> = turns.iter().map(|(t, _)| t.role.as_str()).collect();
     let contents: Vec<&[u8]> = turns.iter().map(|(t, _)| t.content.as_bytes()).collect();
@@ -453,13 +454,20 @@ async fn insert_chunk(
         .iter()
         .map(|(t, _)| t.external_id.as_deref())
         .collect();
+    let search_keys = super::search::keys_texts(
+        tenant.as_str(),
+        conversation.as_str(),
+        turns.iter().map(|(_, p)| p),
+    );
     sqlx::query(
-        "INSERT INTO turns (tenant, conversation, id, role, content, tokens, anchors, anchors_given, \
-           pinned, profile, external_id) \
-         SELECT $1, $2, u.id, u.role, u.content, u.tokens, u.anchors, u.given, u.pinned, u.profile, u.external_id \
-         FROM UNNEST($3::int8[], $4::text[], $5::bytea[], $6::int8[], $7::jsonb[], $8::bool[], $9::bool[], \
-           $10::bytea[], $11::text[]) \
-           AS u(id, role, content, tokens, anchors, given, pinned, profile, external_id)",
+        "WITH u AS (SELECT * FROM UNNEST($3::int8[], $4::text[], $5::bytea[], $6::int8[], $7::jsonb[], \
+             $8::bool[], $9::bool[], $10::bytea[], $11::text[], $12::text[]) \
+             AS u(id, role, content, tokens, anchors, given, pinned, profile, external_id, keys)), \
+         logged AS (INSERT INTO turns (tenant, conversation, id, role, content, tokens, anchors, \
+             anchors_given, pinned, profile, external_id) \
+           SELECT $1, $2, id, role, content, tokens, anchors, given, pinned, profile, external_id FROM u) \
+         INSERT INTO turn_search (tenant, conversation, turn, role, tokens, keys) \
+         SELECT $1, $2, id, role, tokens, keys::int4[] FROM u",
     )
     .bind(tenant.as_str())
     .bind(conversation.as_str())
@@ -472,6 +480,7 @@ async fn insert_chunk(
     .bind(pinned)
     .bind(profiles)
     .bind(external_ids)
+    .bind(search_keys)
     .execute(conn)
     .await?;
     Ok(())

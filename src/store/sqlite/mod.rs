@@ -7,6 +7,7 @@
 
 mod backfill;
 mod reads;
+mod search;
 mod tx;
 
 pub use tx::SqliteTx;

@@ -4,8 +4,10 @@
 use super::{MIGRATOR, SqliteStore, SqliteTx};
 use crate::config::DatabaseConfig;
 use crate::context::{self, CheckpointSpan, ContextSummary, ContextTurn};
+use crate::coverage::terms::TermKey;
 use crate::coverage::{IdRanges, Reason, Role, TurnFacts, Verdict};
 use crate::domain::{ConversationId, TenantId};
+use crate::search::{Posting, Scope};
 use crate::store::profiles::deciding_anchors;
 use crate::store::{
     Backend, CheckpointRow, ConversationRow, Error, FeedEvent, FeedHeartbeat, LatestCheckpoint,
@@ -44,6 +46,24 @@ impl Store for SqliteStore {
 
     async fn backfill_profiles(&self) -> Result<u64> {
         super::backfill::run(&self.pool).await
+    }
+
+    async fn backfill_search(&self) -> Result<u64> {
+        super::search::backfill(&self.pool).await
+    }
+
+    async fn search_postings(
+        &self,
+        tenant: &TenantId,
+        scope: Scope<'_>,
+        keys: &[TermKey],
+        per_key: u32,
+    ) -> Result<Vec<Vec<Posting>>> {
+        super::search::postings(&self.pool, tenant.as_str(), scope, keys, per_key).await
+    }
+
+    async fn tenant_turns(&self, tenant: &TenantId, prefix: Option<&str>) -> Result<u64> {
+        super::search::tenant_turns(&self.pool, tenant.as_str(), prefix).await
     }
 
     /// SQLite has no feed: callers keep checking.

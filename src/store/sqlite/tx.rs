@@ -161,6 +161,13 @@ impl WriteTx for SqliteTx {
             .bind(t.external_id.as_deref())
             .execute(&mut *self.0)
             .await?;
+            super::search::index_turn(
+                &mut self.0,
+                tenant.as_str(),
+                conversation.as_str(),
+                (t.id, t.role, t.tokens, profile),
+            )
+            .await?;
         }
         add_term_counts(
             &mut self.0,

@@ -70,6 +70,13 @@ impl AnyStore {
             AnyStore::Sqlite(s) => s.backfill_profiles().await,
         }
     }
+
+    pub async fn backfill_search(&self) -> store::Result<u64> {
+        match self {
+            AnyStore::Postgres(s) => s.backfill_search().await,
+            AnyStore::Sqlite(s) => s.backfill_search().await,
+        }
+    }
 }
 
 pub fn backend() -> Backend {
