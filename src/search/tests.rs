@@ -155,6 +155,47 @@ fn turns_holding_more_and_rarer_terms_rank_first_and_shorter_ones_before_longer(
 }
 
 #[test]
+fn scores_are_bm25_with_each_term_counted_once_and_b_one_half() {
+    // Reference values worked out by hand from the formula (N = 100, k1 = 1.2, b = 0.5, mean
+    // length 162.5 tokens): idf = ln(1 + (N - df + 0.5) / (df + 0.5)), per term
+    // (k1 + 1) / (1 + k1 (1 - b + b len / mean)).
+    let postings = vec![
+        vec![posting("c", 3, 50)],
+        vec![
+            posting("c", 1, 50),
+            posting("c", 2, 50),
+            posting("c", 3, 50),
+            posting("c", 4, 500),
+        ],
+    ];
+    let ranked = rank(&postings, 100);
+    let score = |turn: i64| ranked.iter().find(|r| r.turn == turn).unwrap().score;
+    for (turn, want) in [
+        (3, 9.02465422084591),
+        (2, 3.835165225597353),
+        (4, 1.986067706112915),
+    ] {
+        assert!(
+            (score(turn) - want).abs() < 1e-9,
+            "turn {turn}: {} != {want}",
+            score(turn)
+        );
+    }
+}
+
+#[test]
+fn scopes_name_their_metric_label() {
+    assert_eq!(Scope::Conversation("c").as_str(), "conversation");
+    assert_eq!(
+        Scope::Tenant {
+            conversation_prefix: None
+        }
+        .as_str(),
+        "tenant"
+    );
+}
+
+#[test]
 fn a_rare_term_outweighs_a_common_one() {
     let postings = vec![
         vec![posting("a", 1, 10)],
