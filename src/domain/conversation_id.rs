@@ -6,8 +6,13 @@ use std::fmt;
 pub struct ConversationId(String);
 
 impl ConversationId {
+    /// A character a conversation id may hold.
+    pub fn is_id_char(c: char) -> bool {
+        c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-')
+    }
+
     pub fn parse(raw: &str) -> Result<Self, Invalid> {
-        let valid_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-');
+        let valid_char = Self::is_id_char;
         // `.` and `..` match the alphabet but are dot segments: clients resolve them away in
         // URLs, so such an id could never be addressed reliably.
         let dot_segment = raw.chars().all(|c| c == '.') && raw.len() <= 2;

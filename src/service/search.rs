@@ -26,23 +26,19 @@ impl<S: Store> Service<S> {
         limit: u32,
     ) -> Result<SearchResponse> {
         let Query { terms, ignored } = query;
-        let (scope, scope_turns) = match conversation {
-            Some(c) => {
-                let row = (self.store.conversation(tenant, c).await?)
-                    .ok_or_else(|| Error::NoConversation(c.clone()))?;
-                (Scope::Conversation(c.as_str()), row.next_id.max(0) as u64)
-            }
-            None => {
-                let turns = self.store.tenant_turns(tenant, prefix).await?;
-                let scope = Scope::Tenant {
-                    conversation_prefix: prefix,
-                };
-                (scope, turns)
-            }
+        // A conversation the log does not hold is 404, even for a query with nothing to search.
+        let conversation_turns = match conversation {
+            Some(c) => Some(
+                (self.store.conversation(tenant, c).await?)
+                    .ok_or_else(|| Error::NoConversation(c.clone()))?
+                    .next_id
+                    .max(0) as u64,
+            ),
+            None => None,
         };
         let keys: Vec<_> = terms.iter().map(|t| t.key).collect();
         if keys.is_empty() {
-            // Nothing searchable: the answer lists what was ignored, and reads nothing.
+            // Nothing searchable: the answer lists what was ignored, and reads nothing more.
             return Ok(SearchResponse {
                 query: q.to_owned(),
                 terms: Vec::new(),
@@ -51,6 +47,15 @@ impl<S: Store> Service<S> {
                 complete: true,
             });
         }
+        let (scope, scope_turns) = match (conversation, conversation_turns) {
+            (Some(c), Some(turns)) => (Scope::Conversation(c.as_str()), turns),
+            _ => {
+                let scope = Scope::Tenant {
+                    conversation_prefix: prefix,
+                };
+                (scope, self.store.tenant_turns(tenant, prefix).await?)
+            }
+        };
         // One more than is ranked shows whether a term is held by more turns.
         let mut postings = (self.store)
             .search_postings(tenant, scope, &keys, TERM_CANDIDATES + 1)

@@ -1,6 +1,7 @@
 //! Search over the raw log, within a conversation or across the tenant's conversations.
 
 use crate::api::SearchResponse;
+use crate::domain::ConversationId;
 use crate::http::extract::{ApiQuery, Conversation, Tenant};
 use crate::http::openapi::{ConversationPath, NotFound, Problems};
 use crate::http::{AppState, Error, Result};
@@ -93,8 +94,7 @@ pub async fn tenant<S: Store>(
     let limit = limit(query.limit)?;
     let prefix = query.conversation_prefix.as_deref();
     if let Some(prefix) = prefix {
-        let valid_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-');
-        if prefix.len() > 128 || !prefix.chars().all(valid_char) {
+        if prefix.len() > 128 || !prefix.chars().all(ConversationId::is_id_char) {
             return Err(Error::BadRequest {
                 detail: "conversation_prefix must be at most 128 of A-Z a-z 0-9 . _ : -".into(),
                 field: Some("conversation_prefix".into()),
