@@ -183,6 +183,29 @@ pub(crate) async fn call(
     })
 }
 
+/// [`call`] as a client library makes it: an outage answer (`503` with `Retry-After`, which
+/// changed nothing) is retried after its pause, at most `MAX_OUTAGE_RETRIES` times. Returns the
+/// last answer and how many outage answers came before it.
+pub(crate) async fn call_retrying_outages(
+    http: &reqwest::Client,
+    method: Method,
+    url: &str,
+    body: Option<&Value>,
+) -> (Result<Answer, reqwest::Error>, u32) {
+    const MAX_OUTAGE_RETRIES: u32 = 5;
+    let mut retries = 0;
+    loop {
+        let answer = call(http, method.clone(), url, body, None).await;
+        match &answer {
+            Ok(a) if retries < MAX_OUTAGE_RETRIES && outage_issue(a).is_none() => {
+                retries += 1;
+                tokio::time::sleep(retry_pause(a)).await;
+            }
+            _ => return (answer, retries),
+        }
+    }
+}
+
 pub(crate) async fn get(http: &reqwest::Client, url: &str) -> Result<Answer, reqwest::Error> {
     call(http, Method::GET, url, None, None).await
 }
