@@ -368,7 +368,7 @@ pub enum ContextItem {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(example = json!({"from": 0, "to": 2, "prefix_tokens": 320, "required_budget": 64, "summary_budget": 64,
     "anchor_tokens": 9, "advice": "compact", "advice_reason": "fits", "recent_rejections": 0, "worthwhile_tokens": 64,
-    "turns": [
+    "budget_for_next_turn": null, "turns": [
         {"id": 0, "anchors": ["Seattle", "York", "May"], "anchor_origin": "derived", "unanchored": null,
          "evidence": [{"anchor": "Seattle", "turns_sharing": 1}, {"anchor": "York", "turns_sharing": 1}, {"anchor": "May", "turns_sharing": 1}]},
         {"id": 1, "anchors": ["assist", "provide", "booking"], "anchor_origin": "derived", "unanchored": null,
@@ -386,9 +386,10 @@ pub struct CompactionPlanResponse {
     /// Tokens the range's anchors take written out, a separator each. `to` is also held back so
     /// that they take at most half the budget: a summary needs room around them.
     pub anchor_tokens: u64,
-    /// What to do now: `compact` this range, `raise_budget` (not even `from` fits), or `wait`
-    /// (the range is too small to be worth a summary, or the last proposals from `from` were
-    /// rejected).
+    /// What to do now: `compact` this range, `raise_budget` (not even `from` fits, or the range
+    /// is too small and its next turn does not fit the budget), or `wait` (the range is too small
+    /// to be worth a summary and more turns may lengthen it, or the last proposals from `from`
+    /// were rejected).
     pub advice: Advice,
     pub advice_reason: AdviceReason,
     /// Proposals from this `from` rejected in a row (dry runs aside); 3 or more advise `wait`.
@@ -396,6 +397,10 @@ pub struct CompactionPlanResponse {
     /// A range is worth a summary from this many tokens: the summary budget (below that, the
     /// summary may be no smaller than what it replaces).
     pub worthwhile_tokens: u64,
+    /// Set when the budget cut the range short of the compactable turns: the summary budget
+    /// that would take in its next turn (`advice_reason` `next_turn_over_budget` when the range
+    /// is too small without it).
+    pub budget_for_next_turn: Option<u64>,
     /// For each turn of `[from, to]`: what the summary must hold for the decision to count it
     /// covered, exactly as the decision will check it for this range.
     pub turns: Vec<PlannedTurn>,

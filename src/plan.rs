@@ -39,8 +39,12 @@ pub enum AdviceReason {
     Fits,
     /// Not even the turn `from` fits: `required_budget` is what it alone needs.
     FirstTurnOverBudget,
-    /// The range holds fewer than `worthwhile_tokens`.
+    /// The range holds fewer than `worthwhile_tokens`, and more turns may lengthen it.
     RangeTooSmall,
+    /// The range holds fewer than `worthwhile_tokens` because its next turn does not fit the
+    /// budget (the ceiling, or its anchors' share): waiting cannot lengthen it.
+    /// `budget_for_next_turn` is what taking in that turn needs.
+    NextTurnOverBudget,
     /// The last `recent_rejections` proposals from `from` were rejected.
     RecentRejections,
 }
@@ -59,6 +63,9 @@ pub struct Plan {
     pub reason: AdviceReason,
     pub recent_rejections: u32,
     pub worthwhile_tokens: u64,
+    /// When the range was cut short of the compactable turns by the budget: the budget that
+    /// would take in its next turn.
+    pub budget_for_next_turn: Option<u64>,
 }
 
 /// The rejection streak as the conversation keeps it.
@@ -76,6 +83,8 @@ pub struct Reach {
     fits: Vec<(i64, u64, u64)>,
     /// What `from` alone needs, when it does not fit.
     first: Option<(u64, u64)>,
+    /// The required budget of the range through the first turn that did not fit, if any.
+    next: Option<u64>,
 }
 
 impl Reach {
@@ -96,6 +105,7 @@ pub fn reach(
     let (mut prose, mut tool) = (0u64, 0u64);
     let mut fits = Vec::new();
     let mut first = None;
+    let mut next = None;
     for (id, role, tokens) in turns {
         match role {
             Role::Tool => tool += u64::from(tokens),
@@ -104,11 +114,17 @@ pub fn reach(
         let required = policy.required_budget(prose, tool);
         first.get_or_insert((prose + tool, required));
         if required > budget {
+            next = Some(required);
             break;
         }
         fits.push((id, prose + tool, required));
     }
-    Reach { from, fits, first }
+    Reach {
+        from,
+        fits,
+        first,
+        next,
+    }
 }
 
 /// A summary must have room for more than its anchors: a planned range's anchors may take at
@@ -166,10 +182,22 @@ pub fn plan(
         0
     };
     let worthwhile_tokens = budget.saturating_mul(WORTHWHILE_BUDGETS);
+    // Cut short by the anchors' share: the budget whose share holds one more turn's anchors
+    // (and whose ceiling holds it); by the ceiling: what the range through the next turn needs.
+    let budget_for_next_turn = if to.is_some() && fitting < reachable {
+        let share = (anchor_tokens(fitting + 1) * ANCHOR_SHARE.1).div_ceil(ANCHOR_SHARE.0);
+        Some(share.max(reach.fits[fitting].2))
+    } else if fitting == reach.fits.len() {
+        reach.next.filter(|_| to.is_some())
+    } else {
+        None
+    };
     let (advice, reason) = if to.is_none() {
         (Advice::RaiseBudget, AdviceReason::FirstTurnOverBudget)
     } else if recent_rejections >= REJECTIONS_BEFORE_WAIT {
         (Advice::Wait, AdviceReason::RecentRejections)
+    } else if prefix_tokens < worthwhile_tokens && budget_for_next_turn.is_some() {
+        (Advice::RaiseBudget, AdviceReason::NextTurnOverBudget)
     } else if prefix_tokens < worthwhile_tokens {
         (Advice::Wait, AdviceReason::RangeTooSmall)
     } else {
@@ -184,6 +212,7 @@ pub fn plan(
         reason,
         recent_rejections,
         worthwhile_tokens,
+        budget_for_next_turn,
     }
 }
 
@@ -358,5 +387,74 @@ mod tests {
         // The first turn stays even when its anchors alone are over the share.
         let plan = plan_of(turns, 10, Rejections::default());
         assert_eq!((plan.to, plan.anchor_tokens), (Some(0), 7));
+    }
+
+    #[test]
+    fn a_range_too_small_because_its_next_turn_does_not_fit_advises_raising_the_budget() {
+        // Cut by the ceiling: a 5,000-token tool output after a 50-token question.
+        let turns = vec![user(0, 50), (1, Role::Tool, 5_000), user(2, 50)];
+        let plan = plan_of(turns.clone(), 100, Rejections::default());
+        assert_eq!(
+            (plan.to, plan.advice, plan.reason),
+            (
+                Some(0),
+                Advice::RaiseBudget,
+                AdviceReason::NextTurnOverBudget
+            )
+        );
+        let raised = plan
+            .budget_for_next_turn
+            .expect("the budget that takes turn 1");
+        assert_eq!(
+            plan_of(turns.clone(), raised as i64, Rejections::default()).to,
+            Some(1)
+        );
+        assert_eq!(
+            plan_of(turns, raised as i64 - 1, Rejections::default()).to,
+            Some(0)
+        );
+
+        // Cut by the anchors' share: 20 tokens of a 40-token budget, two anchors of 7 each.
+        let turns: Vec<_> = (0..5).map(|id| user(id, 10)).collect();
+        let plan = plan_of(turns.clone(), 40, Rejections::default());
+        assert_eq!(
+            (plan.to, plan.advice, plan.budget_for_next_turn),
+            (Some(1), Advice::RaiseBudget, Some(42))
+        );
+        assert_eq!(
+            plan_of(turns.clone(), 42, Rejections::default()).to,
+            Some(2)
+        );
+        assert_eq!(plan_of(turns, 41, Rejections::default()).to, Some(1));
+    }
+
+    #[test]
+    fn a_worthwhile_range_cut_by_the_budget_says_what_its_next_turn_needs_and_compacts() {
+        let turns = vec![user(3, 250), user(4, 250), (5, Role::Tool, 3)];
+        let plan = plan_of(turns.clone(), 100, Rejections::default());
+        assert_eq!(plan.advice, Advice::Compact);
+        let raised = plan.budget_for_next_turn.expect("turn 5 did not fit");
+        assert_eq!(
+            plan_of(turns, raised as i64, Rejections::default()).to,
+            Some(5)
+        );
+        // Exactly the budget's worth is worth a summary, whatever follows.
+        let plan = plan_of(
+            vec![user(0, 100), (1, Role::Tool, 5_000)],
+            100,
+            Rejections::default(),
+        );
+        assert_eq!((plan.to, plan.advice), (Some(0), Advice::Compact));
+    }
+
+    #[test]
+    fn a_range_that_reaches_the_end_of_the_log_has_no_next_turn_to_budget_for() {
+        let plan = plan_of(vec![user(0, 50), user(1, 49)], 100, Rejections::default());
+        assert_eq!(
+            (plan.advice, plan.reason, plan.budget_for_next_turn),
+            (Advice::Wait, AdviceReason::RangeTooSmall, None)
+        );
+        let plan = plan_of(vec![user(0, 600)], 100, Rejections::default());
+        assert_eq!((plan.to, plan.budget_for_next_turn), (None, None));
     }
 }

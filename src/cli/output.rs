@@ -140,6 +140,12 @@ pub fn plan(p: &CompactionPlanResponse) -> String {
         AdviceReason::FirstTurnOverBudget => {
             format!("turn {} alone needs {}", p.from, p.required_budget)
         }
+        AdviceReason::NextTurnOverBudget => format!(
+            "{} tokens, worth a summary from {}, and the next turn needs budget {}",
+            p.prefix_tokens,
+            p.worthwhile_tokens,
+            p.budget_for_next_turn.unwrap_or(0)
+        ),
         AdviceReason::RangeTooSmall => format!(
             "{} tokens, worth a summary from {}",
             p.prefix_tokens, p.worthwhile_tokens

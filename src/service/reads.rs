@@ -253,6 +253,7 @@ impl<S: Store> Service<S> {
             advice_reason: plan.reason,
             recent_rejections: plan.recent_rejections,
             worthwhile_tokens: plan.worthwhile_tokens,
+            budget_for_next_turn: plan.budget_for_next_turn,
             turns,
         })
     }

@@ -67,6 +67,37 @@ async fn the_plan_advises_a_bigger_budget_when_not_even_the_first_turn_fits() {
 }
 
 #[tokio::test]
+async fn the_plan_advises_a_bigger_budget_when_a_small_range_is_cut_short_by_its_next_turn() {
+    let app = spawn_app().await;
+    let turns = vec![
+        turn(
+            "user",
+            "Find flights from JFK to SEA on 2024-05-20.",
+            40,
+            &[],
+        ),
+        turn("tool", "{\"flights\": [\"HAT136\", \"HAT271\"]}", 3001, &[]),
+    ];
+    expect(app.append("c", json!(turns)).await, StatusCode::CREATED).await;
+    let plan = expect(app.plan("c", "summary_budget=200").await, StatusCode::OK).await;
+    assert_eq!(
+        (&plan["advice"], &plan["advice_reason"], &plan["to"]),
+        (
+            &json!("raise_budget"),
+            &json!("next_turn_over_budget"),
+            &json!(0)
+        )
+    );
+    let raised = plan["budget_for_next_turn"].as_i64().expect("a budget");
+    let plan = expect(
+        app.plan("c", &format!("summary_budget={raised}")).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(plan["to"], 1, "the raised budget takes in the tool output");
+}
+
+#[tokio::test]
 async fn three_rejections_from_one_from_advise_waiting_until_a_checkpoint_moves_on() {
     let app = spawn_app().await;
     let turns = vec![

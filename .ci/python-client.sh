@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The Python client (clients/python): its generated half regenerated from openapi.yaml and
+# compared, then its tests (the facade, the LangChain middleware, the Agents SDK session) against
+# the service binary on fresh SQLite files, then on fresh Postgres databases, then the offline
+# example against a service started the README's way.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv="${TMPDIR:-/tmp}/gatekeeper-python-client-venv"
+constraints=clients/python/ci-constraints.txt
+if [[ ! -x "$venv/bin/python" ]]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/pip" install --quiet -c "$constraints" openapi-python-client
+"$venv/bin/pip" install --quiet -c "$constraints" "./clients/python[langchain,openai-agents,test]"
+
+OPENAPI_PYTHON_CLIENT="$venv/bin/openapi-python-client" clients/python/generate.sh --check
+
+cargo build --quiet --bin gatekeeper
+export GATEKEEPER_BIN="$PWD/target/debug/gatekeeper" TAU_DATA="$PWD/../shared/data/tau-bench-airline.jsonl.gz"
+
+echo "== Python client tests on SQLite"
+(cd clients/python && "$venv/bin/python" -m pytest -q -p no:cacheprovider tests)
+echo "== Python client tests on Postgres"
+(cd clients/python && GATEKEEPER_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432 \
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider tests)
+
+echo "== the offline example"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+data=$(mktemp -d)
+GATEKEEPER_DATA_DIR="$data" "$GATEKEEPER_BIN" serve --listen "127.0.0.1:$port" >"$data/server.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do
+  curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+status=0
+GATEKEEPER_URL="http://127.0.0.1:$port" "$venv/bin/python" clients/python/examples/langchain_tau.py \
+  >"$data/example.out" || status=$?
+kill "$pid"; wait "$pid" || true
+head -20 "$data/example.out"
+grep -Eq "^(accepted|narrowed|partial) " "$data/example.out" || { echo "the example printed no verdict"; status=1; }
+rm -rf "$data"
+exit "$status"

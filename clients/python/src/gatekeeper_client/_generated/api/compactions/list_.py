@@ -1,0 +1,244 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.checkpoint_list_response import CheckpointListResponse
+from ...models.problem import Problem
+from ...types import UNSET, Unset
+from typing import cast
+
+
+
+def _get_kwargs(
+    conversation: str,
+    *,
+    limit: int | Unset = UNSET,
+    cursor: int | Unset = UNSET,
+
+) -> dict[str, Any]:
+    
+
+    
+
+    params: dict[str, Any] = {}
+
+    params["limit"] = limit
+
+    params["cursor"] = cursor
+
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/conversations/{conversation}/compactions".format(conversation=quote(str(conversation), safe=""),),
+        "params": params,
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> CheckpointListResponse | Problem | None:
+    if response.status_code == 200:
+        response_200 = CheckpointListResponse.from_dict(response.json())
+
+
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[CheckpointListResponse | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    conversation: str,
+    *,
+    client: AuthenticatedClient,
+    limit: int | Unset = UNSET,
+    cursor: int | Unset = UNSET,
+
+) -> Response[CheckpointListResponse | Problem]:
+    """ List checkpoints, newest first, a page at a time
+
+    Args:
+        conversation (str):
+        limit (int | Unset):
+        cursor (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[CheckpointListResponse | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        conversation=conversation,
+limit=limit,
+cursor=cursor,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    conversation: str,
+    *,
+    client: AuthenticatedClient,
+    limit: int | Unset = UNSET,
+    cursor: int | Unset = UNSET,
+
+) -> CheckpointListResponse | Problem | None:
+    """ List checkpoints, newest first, a page at a time
+
+    Args:
+        conversation (str):
+        limit (int | Unset):
+        cursor (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        CheckpointListResponse | Problem
+     """
+
+
+    return sync_detailed(
+        conversation=conversation,
+client=client,
+limit=limit,
+cursor=cursor,
+
+    ).parsed
+
+async def asyncio_detailed(
+    conversation: str,
+    *,
+    client: AuthenticatedClient,
+    limit: int | Unset = UNSET,
+    cursor: int | Unset = UNSET,
+
+) -> Response[CheckpointListResponse | Problem]:
+    """ List checkpoints, newest first, a page at a time
+
+    Args:
+        conversation (str):
+        limit (int | Unset):
+        cursor (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[CheckpointListResponse | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        conversation=conversation,
+limit=limit,
+cursor=cursor,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    conversation: str,
+    *,
+    client: AuthenticatedClient,
+    limit: int | Unset = UNSET,
+    cursor: int | Unset = UNSET,
+
+) -> CheckpointListResponse | Problem | None:
+    """ List checkpoints, newest first, a page at a time
+
+    Args:
+        conversation (str):
+        limit (int | Unset):
+        cursor (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        CheckpointListResponse | Problem
+     """
+
+
+    return (await asyncio_detailed(
+        conversation=conversation,
+client=client,
+limit=limit,
+cursor=cursor,
+
+    )).parsed

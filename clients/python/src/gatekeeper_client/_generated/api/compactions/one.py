@@ -1,0 +1,220 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.checkpoint_response import CheckpointResponse
+from ...models.problem import Problem
+from typing import cast
+
+
+
+def _get_kwargs(
+    conversation: str,
+    checkpoint_id: int,
+
+) -> dict[str, Any]:
+    
+
+    
+
+    
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/conversations/{conversation}/compactions/{checkpoint_id}".format(conversation=quote(str(conversation), safe=""),checkpoint_id=quote(str(checkpoint_id), safe=""),),
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> CheckpointResponse | Problem | None:
+    if response.status_code == 200:
+        response_200 = CheckpointResponse.from_dict(response.json())
+
+
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[CheckpointResponse | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    conversation: str,
+    checkpoint_id: int,
+    *,
+    client: AuthenticatedClient,
+
+) -> Response[CheckpointResponse | Problem]:
+    """ One checkpoint with its summary and verdict
+
+    Args:
+        conversation (str):
+        checkpoint_id (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[CheckpointResponse | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        conversation=conversation,
+checkpoint_id=checkpoint_id,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    conversation: str,
+    checkpoint_id: int,
+    *,
+    client: AuthenticatedClient,
+
+) -> CheckpointResponse | Problem | None:
+    """ One checkpoint with its summary and verdict
+
+    Args:
+        conversation (str):
+        checkpoint_id (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        CheckpointResponse | Problem
+     """
+
+
+    return sync_detailed(
+        conversation=conversation,
+checkpoint_id=checkpoint_id,
+client=client,
+
+    ).parsed
+
+async def asyncio_detailed(
+    conversation: str,
+    checkpoint_id: int,
+    *,
+    client: AuthenticatedClient,
+
+) -> Response[CheckpointResponse | Problem]:
+    """ One checkpoint with its summary and verdict
+
+    Args:
+        conversation (str):
+        checkpoint_id (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[CheckpointResponse | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        conversation=conversation,
+checkpoint_id=checkpoint_id,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    conversation: str,
+    checkpoint_id: int,
+    *,
+    client: AuthenticatedClient,
+
+) -> CheckpointResponse | Problem | None:
+    """ One checkpoint with its summary and verdict
+
+    Args:
+        conversation (str):
+        checkpoint_id (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        CheckpointResponse | Problem
+     """
+
+
+    return (await asyncio_detailed(
+        conversation=conversation,
+checkpoint_id=checkpoint_id,
+client=client,
+
+    )).parsed

@@ -1,0 +1,244 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.compaction_plan_response import CompactionPlanResponse
+from ...models.problem import Problem
+from ...types import UNSET, Unset
+from typing import cast
+
+
+
+def _get_kwargs(
+    conversation: str,
+    *,
+    summary_budget: int,
+    from_: int | Unset = UNSET,
+
+) -> dict[str, Any]:
+    
+
+    
+
+    params: dict[str, Any] = {}
+
+    params["summary_budget"] = summary_budget
+
+    params["from"] = from_
+
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/conversations/{conversation}/compaction-plan".format(conversation=quote(str(conversation), safe=""),),
+        "params": params,
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> CompactionPlanResponse | Problem | None:
+    if response.status_code == 200:
+        response_200 = CompactionPlanResponse.from_dict(response.json())
+
+
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[CompactionPlanResponse | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    conversation: str,
+    *,
+    client: AuthenticatedClient,
+    summary_budget: int,
+    from_: int | Unset = UNSET,
+
+) -> Response[CompactionPlanResponse | Problem]:
+    """ The largest range a summary budget can cover
+
+    Args:
+        conversation (str):
+        summary_budget (int):
+        from_ (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[CompactionPlanResponse | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        conversation=conversation,
+summary_budget=summary_budget,
+from_=from_,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    conversation: str,
+    *,
+    client: AuthenticatedClient,
+    summary_budget: int,
+    from_: int | Unset = UNSET,
+
+) -> CompactionPlanResponse | Problem | None:
+    """ The largest range a summary budget can cover
+
+    Args:
+        conversation (str):
+        summary_budget (int):
+        from_ (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        CompactionPlanResponse | Problem
+     """
+
+
+    return sync_detailed(
+        conversation=conversation,
+client=client,
+summary_budget=summary_budget,
+from_=from_,
+
+    ).parsed
+
+async def asyncio_detailed(
+    conversation: str,
+    *,
+    client: AuthenticatedClient,
+    summary_budget: int,
+    from_: int | Unset = UNSET,
+
+) -> Response[CompactionPlanResponse | Problem]:
+    """ The largest range a summary budget can cover
+
+    Args:
+        conversation (str):
+        summary_budget (int):
+        from_ (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[CompactionPlanResponse | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        conversation=conversation,
+summary_budget=summary_budget,
+from_=from_,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    conversation: str,
+    *,
+    client: AuthenticatedClient,
+    summary_budget: int,
+    from_: int | Unset = UNSET,
+
+) -> CompactionPlanResponse | Problem | None:
+    """ The largest range a summary budget can cover
+
+    Args:
+        conversation (str):
+        summary_budget (int):
+        from_ (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        CompactionPlanResponse | Problem
+     """
+
+
+    return (await asyncio_detailed(
+        conversation=conversation,
+client=client,
+summary_budget=summary_budget,
+from_=from_,
+
+    )).parsed

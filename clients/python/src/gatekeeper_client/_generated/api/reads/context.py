@@ -1,0 +1,257 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.context_response import ContextResponse
+from ...models.problem import Problem
+from ...types import UNSET, Unset
+from typing import cast
+
+
+
+def _get_kwargs(
+    conversation: str,
+    *,
+    max_tokens: int | Unset = UNSET,
+
+) -> dict[str, Any]:
+    
+
+    
+
+    params: dict[str, Any] = {}
+
+    params["max_tokens"] = max_tokens
+
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/conversations/{conversation}/context".format(conversation=quote(str(conversation), safe=""),),
+        "params": params,
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ContextResponse | Problem | None:
+    if response.status_code == 200:
+        response_200 = ContextResponse.from_dict(response.json())
+
+
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ContextResponse | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    conversation: str,
+    *,
+    client: AuthenticatedClient,
+    max_tokens: int | Unset = UNSET,
+
+) -> Response[ContextResponse | Problem]:
+    """ The working context to feed a model
+
+     Without `max_tokens`: every deciding summary once, where its first covered turn stood, and every
+    other turn verbatim. With `max_tokens`: summaries, pinned turns and live turns verbatim; the other
+    turns verbatim newest first while they fit, the rest as stubs (`type: stub`, with the turn's size, a
+    preview, its anchors and the `recall` path that answers it byte-exact). When the summaries, pinned
+    and live turns alone (every other turn a stub) exceed the budget, the answer is that smallest
+    context with `fits: false` and `smallest_max_tokens`: never a silent cut.
+
+    Args:
+        conversation (str):
+        max_tokens (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ContextResponse | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        conversation=conversation,
+max_tokens=max_tokens,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    conversation: str,
+    *,
+    client: AuthenticatedClient,
+    max_tokens: int | Unset = UNSET,
+
+) -> ContextResponse | Problem | None:
+    """ The working context to feed a model
+
+     Without `max_tokens`: every deciding summary once, where its first covered turn stood, and every
+    other turn verbatim. With `max_tokens`: summaries, pinned turns and live turns verbatim; the other
+    turns verbatim newest first while they fit, the rest as stubs (`type: stub`, with the turn's size, a
+    preview, its anchors and the `recall` path that answers it byte-exact). When the summaries, pinned
+    and live turns alone (every other turn a stub) exceed the budget, the answer is that smallest
+    context with `fits: false` and `smallest_max_tokens`: never a silent cut.
+
+    Args:
+        conversation (str):
+        max_tokens (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ContextResponse | Problem
+     """
+
+
+    return sync_detailed(
+        conversation=conversation,
+client=client,
+max_tokens=max_tokens,
+
+    ).parsed
+
+async def asyncio_detailed(
+    conversation: str,
+    *,
+    client: AuthenticatedClient,
+    max_tokens: int | Unset = UNSET,
+
+) -> Response[ContextResponse | Problem]:
+    """ The working context to feed a model
+
+     Without `max_tokens`: every deciding summary once, where its first covered turn stood, and every
+    other turn verbatim. With `max_tokens`: summaries, pinned turns and live turns verbatim; the other
+    turns verbatim newest first while they fit, the rest as stubs (`type: stub`, with the turn's size, a
+    preview, its anchors and the `recall` path that answers it byte-exact). When the summaries, pinned
+    and live turns alone (every other turn a stub) exceed the budget, the answer is that smallest
+    context with `fits: false` and `smallest_max_tokens`: never a silent cut.
+
+    Args:
+        conversation (str):
+        max_tokens (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ContextResponse | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        conversation=conversation,
+max_tokens=max_tokens,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    conversation: str,
+    *,
+    client: AuthenticatedClient,
+    max_tokens: int | Unset = UNSET,
+
+) -> ContextResponse | Problem | None:
+    """ The working context to feed a model
+
+     Without `max_tokens`: every deciding summary once, where its first covered turn stood, and every
+    other turn verbatim. With `max_tokens`: summaries, pinned turns and live turns verbatim; the other
+    turns verbatim newest first while they fit, the rest as stubs (`type: stub`, with the turn's size, a
+    preview, its anchors and the `recall` path that answers it byte-exact). When the summaries, pinned
+    and live turns alone (every other turn a stub) exceed the budget, the answer is that smallest
+    context with `fits: false` and `smallest_max_tokens`: never a silent cut.
+
+    Args:
+        conversation (str):
+        max_tokens (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ContextResponse | Problem
+     """
+
+
+    return (await asyncio_detailed(
+        conversation=conversation,
+client=client,
+max_tokens=max_tokens,
+
+    )).parsed

@@ -1,0 +1,248 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.problem import Problem
+from ...models.reconstruct_response import ReconstructResponse
+from typing import cast
+
+
+
+def _get_kwargs(
+    conversation: str,
+    turn: int,
+
+) -> dict[str, Any]:
+    
+
+    
+
+    
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/conversations/{conversation}/reconstruct/{turn}".format(conversation=quote(str(conversation), safe=""),turn=quote(str(turn), safe=""),),
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | ReconstructResponse | None:
+    if response.status_code == 200:
+        response_200 = ReconstructResponse.from_dict(response.json())
+
+
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | ReconstructResponse]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    conversation: str,
+    turn: int,
+    *,
+    client: AuthenticatedClient,
+
+) -> Response[Problem | ReconstructResponse]:
+    """ Get a turn back, never a false negative
+
+     The newest checkpoint whose [from, advanced_to] holds the turn decides: covered, the summary (with
+    evidence); uncovered, the raw turn (with the reason); in no checkpoint, the raw turn (live). 404
+    means only that this tenant's log does not hold the turn; a database fault is 503. Through another
+    service process than the one that made a checkpoint, answers reflect it once its notification
+    arrives (Postgres; milliseconds), and until then stay as they were: still true, never a false
+    negative.
+
+    Args:
+        conversation (str):
+        turn (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | ReconstructResponse]
+     """
+
+
+    kwargs = _get_kwargs(
+        conversation=conversation,
+turn=turn,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    conversation: str,
+    turn: int,
+    *,
+    client: AuthenticatedClient,
+
+) -> Problem | ReconstructResponse | None:
+    """ Get a turn back, never a false negative
+
+     The newest checkpoint whose [from, advanced_to] holds the turn decides: covered, the summary (with
+    evidence); uncovered, the raw turn (with the reason); in no checkpoint, the raw turn (live). 404
+    means only that this tenant's log does not hold the turn; a database fault is 503. Through another
+    service process than the one that made a checkpoint, answers reflect it once its notification
+    arrives (Postgres; milliseconds), and until then stay as they were: still true, never a false
+    negative.
+
+    Args:
+        conversation (str):
+        turn (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | ReconstructResponse
+     """
+
+
+    return sync_detailed(
+        conversation=conversation,
+turn=turn,
+client=client,
+
+    ).parsed
+
+async def asyncio_detailed(
+    conversation: str,
+    turn: int,
+    *,
+    client: AuthenticatedClient,
+
+) -> Response[Problem | ReconstructResponse]:
+    """ Get a turn back, never a false negative
+
+     The newest checkpoint whose [from, advanced_to] holds the turn decides: covered, the summary (with
+    evidence); uncovered, the raw turn (with the reason); in no checkpoint, the raw turn (live). 404
+    means only that this tenant's log does not hold the turn; a database fault is 503. Through another
+    service process than the one that made a checkpoint, answers reflect it once its notification
+    arrives (Postgres; milliseconds), and until then stay as they were: still true, never a false
+    negative.
+
+    Args:
+        conversation (str):
+        turn (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | ReconstructResponse]
+     """
+
+
+    kwargs = _get_kwargs(
+        conversation=conversation,
+turn=turn,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    conversation: str,
+    turn: int,
+    *,
+    client: AuthenticatedClient,
+
+) -> Problem | ReconstructResponse | None:
+    """ Get a turn back, never a false negative
+
+     The newest checkpoint whose [from, advanced_to] holds the turn decides: covered, the summary (with
+    evidence); uncovered, the raw turn (with the reason); in no checkpoint, the raw turn (live). 404
+    means only that this tenant's log does not hold the turn; a database fault is 503. Through another
+    service process than the one that made a checkpoint, answers reflect it once its notification
+    arrives (Postgres; milliseconds), and until then stay as they were: still true, never a false
+    negative.
+
+    Args:
+        conversation (str):
+        turn (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | ReconstructResponse
+     """
+
+
+    return (await asyncio_detailed(
+        conversation=conversation,
+turn=turn,
+client=client,
+
+    )).parsed

@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, BinaryIO, TextIO, TYPE_CHECKING, Generator
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+
+
+
+
+
+
+T = TypeVar("T", bound="SearchTerm")
+
+
+
+@_attrs_define
+class SearchTerm:
+    """ 
+        Attributes:
+            complete (bool): False when more turns hold it than were read.
+            term (str):
+            turns (int): Turns of the scope found holding it (at most the per-term limit, 1,000).
+     """
+
+    complete: bool
+    term: str
+    turns: int
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+
+
+
+
+    def to_dict(self) -> dict[str, Any]:
+        complete = self.complete
+
+        term = self.term
+
+        turns = self.turns
+
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({
+            "complete": complete,
+            "term": term,
+            "turns": turns,
+        })
+
+        return field_dict
+
+
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        complete = d.pop("complete")
+
+        term = d.pop("term")
+
+        turns = d.pop("turns")
+
+        search_term = cls(
+            complete=complete,
+            term=term,
+            turns=turns,
+        )
+
+
+        search_term.additional_properties = d
+        return search_term
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

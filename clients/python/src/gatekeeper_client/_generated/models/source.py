@@ -1,0 +1,9 @@
+from enum import StrEnum
+
+class Source(StrEnum):
+    LIVE = "live"
+    RAW_LOG = "raw_log"
+    SUMMARY = "summary"
+
+    def __str__(self) -> str:
+        return str(self.value)
