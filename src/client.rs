@@ -3,9 +3,12 @@
 //! Errors come back typed: a problem+json answer is a [`ClientError::Problem`], and a rejected
 //! verdict is a [`ClientError::Rejected`] carrying the whole verdict. `503` and `429` answers are
 //! retried with exponential backoff (honouring `Retry-After`); every POST carries an
-//! `Idempotency-Key` (generated when the caller gives none) that all its retries reuse.
+//! `Idempotency-Key` (generated when the caller gives none) that all its retries reuse. Each
+//! conversation's reads carry the commit position its writes answered (`Gatekeeper-Position` →
+//! `Gatekeeper-Min-Position`), so with read replicas a read never sees an older state.
 
 use crate::api::*;
+use crate::domain::Position;
 use reqwest::{Method, RequestBuilder, StatusCode, Url};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -58,6 +61,42 @@ pub struct Client {
     key: Option<String>,
     retries: u32,
     first_backoff: Duration,
+    positions: std::sync::Arc<std::sync::Mutex<Positions>>,
+}
+
+/// Read-your-writes with read replicas: the newest `Gatekeeper-Position` each conversation's
+/// writes answered, sent back as `Gatekeeper-Min-Position` on its reads (a tenant-wide read
+/// sends the newest of all).
+#[derive(Debug, Default)]
+struct Positions {
+    by_conversation: std::collections::HashMap<String, Position>,
+    newest: Option<Position>,
+}
+
+impl Positions {
+    fn for_read(&self, conversation: Option<&str>) -> Option<Position> {
+        match conversation {
+            Some(c) => self.by_conversation.get(c).copied(),
+            None => self.newest,
+        }
+    }
+
+    fn saw(&mut self, conversation: &str, position: Position) {
+        let seen = self
+            .by_conversation
+            .entry(conversation.to_owned())
+            .or_insert(position);
+        *seen = (*seen).max(position);
+        self.newest = self.newest.max(Some(position));
+    }
+}
+
+/// The conversation a `/v1/conversations/{c}/...` URL is about.
+fn conversation_of(url: &Url) -> Option<String> {
+    let mut segments = url.path_segments()?.skip_while(|s| *s != "v1");
+    (segments.next() == Some("v1") && segments.next() == Some("conversations"))
+        .then(|| segments.next().map(str::to_owned))
+        .flatten()
 }
 
 impl Client {
@@ -72,6 +111,7 @@ impl Client {
             key,
             retries: 5,
             first_backoff: Duration::from_millis(200),
+            positions: Default::default(),
         }
     }
 
@@ -91,6 +131,11 @@ impl Client {
             .extend(["v1", "conversations", conversation])
             .extend(rest);
         Ok(url)
+    }
+
+    fn positions(&self) -> std::sync::MutexGuard<'_, Positions> {
+        // A panic while the map was held leaves it usable: positions only ever grow.
+        self.positions.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn base_url(&self) -> Result<Url> {
@@ -247,10 +292,17 @@ impl Client {
             (&Method::POST, None) => Some(uuid::Uuid::new_v4().to_string()),
             _ => None,
         };
+        let conversation = conversation_of(&url);
+        let min_position = (method == Method::GET)
+            .then(|| self.positions().for_read(conversation.as_deref()))
+            .flatten();
         let mut wait = self.first_backoff;
         let mut attempt = 0;
         loop {
             let mut request: RequestBuilder = self.http.request(method.clone(), url.clone());
+            if let Some(p) = min_position {
+                request = request.header("Gatekeeper-Min-Position", p.to_string());
+            }
             if let Some(k) = &self.key {
                 request = request.bearer_auth(k);
             }
@@ -261,6 +313,14 @@ impl Client {
                 request = request.json(body);
             }
             let response = request.send().await?;
+            let position = response
+                .headers()
+                .get("gatekeeper-position")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<Position>().ok());
+            if let (Some(c), Some(p)) = (&conversation, position) {
+                self.positions().saw(c, p);
+            }
             let status = response.status();
             if matches!(
                 status,
@@ -316,4 +376,33 @@ pub struct SearchQuery<'a> {
     /// Tenant-wide only: conversations whose id starts with this.
     pub conversation_prefix: Option<&'a str>,
     pub limit: Option<u32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_conversation_route_names_its_conversation_and_a_tenant_route_none() {
+        let of = |u: &str| conversation_of(&Url::parse(u).unwrap());
+        assert_eq!(
+            of("http://h:1/v1/conversations/c%2F1/reconstruct/3").as_deref(),
+            Some("c%2F1")
+        );
+        assert_eq!(of("http://h:1/base/v1/conversations/c").as_deref(), Some("c"));
+        assert_eq!(of("http://h:1/v1/search?q=x"), None);
+        assert_eq!(of("http://h:1/v1/conversations"), None);
+    }
+
+    #[test]
+    fn reads_get_the_newest_position_of_their_conversation_or_of_all() {
+        let mut positions = Positions::default();
+        positions.saw("a", Position(5));
+        positions.saw("b", Position(9));
+        positions.saw("a", Position(3));
+        assert_eq!(positions.for_read(Some("a")), Some(Position(5)));
+        assert_eq!(positions.for_read(Some("b")), Some(Position(9)));
+        assert_eq!(positions.for_read(Some("c")), None);
+        assert_eq!(positions.for_read(None), Some(Position(9)));
+    }
 }

@@ -168,6 +168,27 @@ pub struct DatabaseConfig {
     /// this.
     #[arg(long, env = "GATEKEEPER_DB_FEED_TIMEOUT_SECS", default_value_t = 5)]
     pub feed_timeout_secs: u64,
+
+    /// Postgres streaming replicas for reads, comma-separated `postgres://…` URLs. A read goes to
+    /// a healthy replica that has replayed the position it carries (Gatekeeper-Min-Position);
+    /// writes, and reads no replica can answer in time, go to the primary.
+    #[arg(
+        long,
+        env = "GATEKEEPER_READ_DATABASE_URLS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub read_database_urls: Vec<String>,
+
+    /// Milliseconds a read with a position waits for a replica to replay it before the primary
+    /// answers it.
+    #[arg(long, env = "GATEKEEPER_READ_MAX_WAIT_MS", default_value_t = 100)]
+    pub read_max_wait_ms: u64,
+
+    /// Bytes of WAL a replica may be behind the primary and still answer reads without a
+    /// position; past it, it is skipped.
+    #[arg(long, env = "GATEKEEPER_READ_MAX_LAG_BYTES", default_value_t = 16 << 20)]
+    pub read_max_lag_bytes: u64,
 }
 
 #[derive(Clone, Args)]
@@ -358,7 +379,17 @@ impl ServeConfig {
         if self.database.feed_heartbeat_secs == 0 || self.database.feed_timeout_secs == 0 {
             return Err("the feed heartbeat and the feed timeout must be positive".into());
         }
-        crate::store::Backend::of_url(&self.database.url())?;
+        let backend = crate::store::Backend::of_url(&self.database.url())?;
+        for url in &self.database.read_database_urls {
+            if backend != crate::store::Backend::Postgres
+                || crate::store::Backend::of_url(url) != Ok(crate::store::Backend::Postgres)
+            {
+                return Err(format!(
+                    "read replicas ({}) must be postgres:// URLs, beside a Postgres DATABASE_URL",
+                    redact_url(url)
+                ));
+            }
+        }
         tracing_subscriber::EnvFilter::try_new(&self.log_level)
             .map_err(|e| format!("log level {:?} is not a valid filter: {e}", self.log_level))?;
         self.api_keys()
@@ -370,6 +401,15 @@ impl fmt::Debug for ServeConfig {
         f.debug_struct("ServeConfig")
             .field("listen", &self.listen)
             .field("database_url", &redact_url(&self.database.url()))
+            .field(
+                "read_database_urls",
+                &self
+                    .database
+                    .read_database_urls
+                    .iter()
+                    .map(|u| redact_url(u))
+                    .collect::<Vec<_>>(),
+            )
             .field("pool_size", &self.database.pool_size)
             .field("feed_heartbeat", &self.database.feed_heartbeat())
             .field("api_keys", &self.api_keys.as_ref().map(|_| "<redacted>"))

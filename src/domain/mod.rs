@@ -1,11 +1,13 @@
 //! Parsed request values: once a handler holds one of these, it is valid.
 
 mod conversation_id;
+mod position;
 mod proposal;
 mod tenant;
 mod turn;
 
 pub use conversation_id::ConversationId;
+pub use position::Position;
 pub use proposal::{CompactionRequest, ExpectedCheckpoint};
 pub use tenant::TenantId;
 pub use turn::{AppendRequest, Limits, NewTurn, ShortText};

@@ -236,3 +236,49 @@ impl<S: Send + Sync> FromRequestParts<S> for Tenant {
             .ok_or(Error::Unauthorized)
     }
 }
+
+/// The header a read carries to be answered from a state at least as new as a write it saw.
+pub const MIN_POSITION: &str = "gatekeeper-min-position";
+/// The header every write answer carries when reads may go to replicas.
+pub const POSITION: &str = "gatekeeper-position";
+
+/// The flows for a read: bound to a replica that has replayed the request's
+/// `Gatekeeper-Min-Position` (or the primary); a malformed one is 400.
+pub struct Reads<S>(pub crate::service::Service<S>);
+
+impl<S: crate::store::Store> FromRequestParts<super::AppState<S>> for Reads<S> {
+    type Rejection = Error;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &super::AppState<S>,
+    ) -> Result<Self, Self::Rejection> {
+        let min = match parts.headers.get(MIN_POSITION) {
+            None => None,
+            Some(value) => Some(
+                value
+                    .to_str()
+                    .map_err(|_| crate::domain::Invalid::new(MIN_POSITION, "not ASCII"))
+                    .and_then(str::parse::<crate::domain::Position>)
+                    .map_err(|e| Error::BadRequest {
+                        detail: e.message,
+                        field: Some("Gatekeeper-Min-Position".into()),
+                    })?,
+            ),
+        };
+        if parts
+            .extensions
+            .get::<super::position::PrimaryOnly>()
+            .is_some()
+        {
+            return Ok(Reads(state.service.clone()));
+        }
+        let service = state.service.reading_at(min).await;
+        if service.on_replica()
+            && let Some(flag) = parts.extensions.get::<super::position::OnReplica>()
+        {
+            flag.0.store(true, std::sync::atomic::Ordering::Release);
+        }
+        Ok(Reads(service))
+    }
+}

@@ -73,6 +73,22 @@ pub enum BodyProblems {
 #[allow(dead_code)] // a documentation type: never built
 pub struct NotFound(ProblemDoc);
 
+/// Read-your-writes across replicas (parsed by the `Reads` extractor).
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)] // a documentation type: never built
+pub struct MinPosition {
+    /// The `Gatekeeper-Position` of a write this read must see: with read replicas, it is
+    /// answered only from a state at least that new (a replica that has replayed it, or the
+    /// primary). Without replicas every read sees every write.
+    #[serde(rename = "Gatekeeper-Min-Position")]
+    #[param(
+        pattern = r"^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$",
+        example = "0/16B3D48"
+    )]
+    pub gatekeeper_min_position: Option<String>,
+}
+
 /// The conversation a route is about (parsed by the `Conversation` extractor).
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]

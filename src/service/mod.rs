@@ -114,6 +114,25 @@ impl<S: Store> Service<S> {
 }
 
 impl<S: Store> Service<S> {
+    /// The flows with reads bound to a store that has seen `min` (a replica, or the primary).
+    pub async fn reading_at(&self, min: Option<crate::domain::Position>) -> Self {
+        Self {
+            store: self.store.for_reads(min).await,
+            ..self.clone()
+        }
+    }
+
+    /// Whether its reads go to a replica.
+    pub fn on_replica(&self) -> bool {
+        self.store.on_replica()
+    }
+
+    /// Where the writes that have returned are, for their answers to carry (`None` without
+    /// replicas).
+    pub async fn position(&self) -> Result<Option<crate::domain::Position>, store::Error> {
+        self.store.position().await
+    }
+
     /// Records the answer to a request that changed nothing else (a dry run, a batch of
     /// replays), so its key cannot be used again for another request.
     async fn record_alone(

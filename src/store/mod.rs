@@ -19,7 +19,7 @@ use crate::config::DatabaseConfig;
 use crate::context::{CheckpointSpan, ContextSummary, ContextTurn};
 use crate::coverage::terms::TermKey;
 use crate::coverage::{Outcome, Reason, Role, TurnFacts, Verdict};
-use crate::domain::{ConversationId, TenantId};
+use crate::domain::{ConversationId, Position, TenantId};
 use crate::search::{Posting, Scope};
 use chrono::{DateTime, Utc};
 use foldhash::HashMap;
@@ -39,6 +39,17 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// Reachable, and every embedded migration applied.
     fn ready(&self) -> impl Future<Output = Result<bool>> + Send;
     fn close(&self) -> impl Future<Output = ()> + Send;
+    /// The store a read should use: itself, or (Postgres with read replicas) one bound to a
+    /// replica that has replayed `min` or, without `min`, is within the lag bound; the
+    /// primary when none can answer in time. Writes always go to the primary.
+    fn for_reads(&self, min: Option<Position>) -> impl Future<Output = Self> + Send;
+    /// Whether this store's reads go to a replica ([`Store::for_reads`] chose one).
+    fn on_replica(&self) -> bool {
+        false
+    }
+    /// The commit position every write that has returned is at or before, when reads may go to
+    /// replicas (`None` otherwise: every read sees every commit).
+    fn position(&self) -> impl Future<Output = Result<Option<Position>>> + Send;
     /// A write transaction; dropped without [`WriteTx::commit`], it rolls back.
     fn begin(&self) -> impl Future<Output = Result<Self::Tx>> + Send;
     /// Gives every turn stored before term profiles existed its profile, and rebuilds those

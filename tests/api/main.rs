@@ -18,6 +18,7 @@ mod hostile;
 mod idempotency;
 mod outside_the_lock;
 mod pins;
+mod positions;
 mod reconstruct;
 mod rule_2b;
 mod rules;

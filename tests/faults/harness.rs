@@ -5,6 +5,7 @@
 pub(crate) mod checks;
 pub(crate) mod db;
 pub(crate) mod postgres;
+pub(crate) mod replica;
 pub(crate) mod service;
 
 use crate::harness::service::LogFile;

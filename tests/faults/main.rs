@@ -11,7 +11,7 @@
 //!
 //! One file per fault: `postgres_restart.rs` (Postgres restarted, stopped, its backends
 //! terminated), `sigkill.rs` (SIGKILL mid-writes on Postgres and SQLite), `two_processes.rs` (two
-//! processes on one database) and `soak.rs`, and `noisy_neighbour.rs` (one tenant's worst requests beside another's workload). What they share is in `harness.rs` (randomness,
+//! processes on one database), `replicas.rs` (reads from a streaming replica) and `soak.rs`, and `noisy_neighbour.rs` (one tenant's worst requests beside another's workload). What they share is in `harness.rs` (randomness,
 //! tau-bench data, formatting, violations) and `harness/`: `service.rs` (the binary, ports, HTTP
 //! calls), `postgres.rs` (the shared cluster, per-test databases), `db.rs` (either backend, scratch
 //! folders) and `checks.rs` (whole checkpoints and appends, turns stored byte-exact).
@@ -20,6 +20,7 @@ mod harness;
 
 mod noisy_neighbour;
 mod postgres_restart;
+mod replicas;
 mod sigkill;
 mod soak;
 mod two_processes;

@@ -217,3 +217,42 @@ async def test_the_async_client_has_the_same_methods_and_errors(service):
             await gk.propose("airline-10", verdict.advanced_to or 0, len(turns) - 1, "none", BUDGET)
         with pytest.raises(ProblemError):
             await gk.reconstruct("never-appended", 0)
+
+
+class Positions(httpx.BaseTransport):
+    """Forwards to the real service, stamps write answers with rising positions as a service
+    with read replicas does, and records the Gatekeeper-Min-Position each read sent."""
+
+    def __init__(self):
+        self.inner = httpx.HTTPTransport()
+        self.writes = 0
+        self.sent: list[tuple[str, str | None]] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        if request.method == "GET":
+            self.sent.append((request.url.path, request.headers.get("gatekeeper-min-position")))
+        else:
+            self.writes += 1
+            response.headers["gatekeeper-position"] = f"{self.writes:X}/0"
+        return response
+
+
+def test_reads_carry_the_newest_position_their_conversations_writes_answered(service):
+    transport = Positions()
+    http = httpx.Client(base_url=service.url, transport=transport)
+    with Gatekeeper(service.url, api_key=service.key, http=http) as gk:
+        gk.append("airline-11", tau_turns(11)[:2])  # position 1/0
+        gk.append("other-12", tau_turns(12)[:2])  # 2/0
+        gk.append("airline-11", tau_turns(11)[2:4])  # 3/0
+        gk.reconstruct("airline-11", 0)
+        gk.turn("other-12", 1)
+        gk.search("reservation")
+        with pytest.raises(ProblemError):
+            gk.conversation("never-written")
+    assert transport.sent == [
+        ("/v1/conversations/airline-11/reconstruct/0", "3/0"),
+        ("/v1/conversations/other-12/turns/1", "2/0"),
+        ("/v1/search", "3/0"),
+        ("/v1/conversations/never-written", None),
+    ]

@@ -5,10 +5,10 @@ use crate::api::{
 };
 use crate::coverage::Outcome;
 use crate::domain::CompactionRequest;
-use crate::http::extract::{ApiJson, ApiPath, ApiQuery, Conversation, Tenant};
+use crate::http::extract::{ApiJson, ApiPath, ApiQuery, Conversation, Reads, Tenant};
 use crate::http::idempotency::{Prior, prior, replay};
 use crate::http::openapi::{
-    BodyProblems, CheckpointPath, ConversationPath, NotFound, ProblemDoc, Problems,
+    BodyProblems, CheckpointPath, ConversationPath, MinPosition, NotFound, ProblemDoc, Problems,
 };
 use crate::http::{AppState, Error, Result};
 use crate::service::{Proposed, Reply};
@@ -27,8 +27,8 @@ use axum::response::{IntoResponse, Response};
     params(ConversationPath, ("Idempotency-Key" = Option<String>, Header, nullable = false, pattern = r"^[!-~]{1,255}$", description = "Makes a retry safe: the same key with the same body gets the stored answer (header `Idempotent-Replayed: true`) and changes nothing; with another body, 422. Kept per tenant for `GATEKEEPER_IDEMPOTENCY_TTL_SECS`.")),
     request_body = CompactionRequestBody,
     responses(
-        (status = 201, description = "Decided and persisted", body = VerdictResponse),
-        (status = 200, description = "Dry run: decided, nothing persisted", body = VerdictResponse),
+        (status = 201, description = "Decided and persisted", body = VerdictResponse, headers(("Gatekeeper-Position" = String, description = "With read replicas: the commit position to send back as Gatekeeper-Min-Position on reads that must see this write"))),
+        (status = 200, description = "Dry run: decided, nothing persisted", body = VerdictResponse, headers(("Gatekeeper-Position" = String, description = "With read replicas: the commit position to send back as Gatekeeper-Min-Position on reads that must see this write"))),
         Problems, BodyProblems, NotFound,
         (status = 409, description = "Conflict", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 422, description = "Invalid request, or a rejected verdict", body = ProblemDoc, content_type = "application/problem+json"),
@@ -81,7 +81,7 @@ pub async fn propose<S: Store>(
     path = "/v1/conversations/{conversation}/compactions",
     tag = "compactions",
     summary = "List checkpoints, newest first, a page at a time",
-    params(ConversationPath, ListQuery),
+    params(ConversationPath, ListQuery, MinPosition),
     responses(
         (status = 200, description = "The checkpoints", body = CheckpointListResponse),
         Problems, NotFound,
@@ -90,7 +90,7 @@ pub async fn propose<S: Store>(
 )]
 pub async fn list<S: Store>(
     Tenant(tenant): Tenant,
-    State(state): State<AppState<S>>,
+    Reads(service): Reads<S>,
     Conversation(conversation): Conversation,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<CheckpointListResponse>> {
@@ -101,7 +101,7 @@ pub async fn list<S: Store>(
             field: Some("limit".into()),
         });
     }
-    let (checkpoints, next_cursor) = (state.service)
+    let (checkpoints, next_cursor) = service
         .checkpoints(&tenant, &conversation, query.cursor, limit as u32)
         .await?;
     Ok(Json(CheckpointListResponse {
@@ -130,7 +130,7 @@ pub struct ListQuery {
     path = "/v1/conversations/{conversation}/compactions/{checkpoint_id}",
     tag = "compactions",
     summary = "One checkpoint with its summary and verdict",
-    params(ConversationPath, CheckpointPath),
+    params(ConversationPath, CheckpointPath, MinPosition),
     responses(
         (status = 200, description = "The checkpoint", body = CheckpointResponse),
         Problems, NotFound,
@@ -139,11 +139,11 @@ pub struct ListQuery {
 )]
 pub async fn one<S: Store>(
     Tenant(tenant): Tenant,
-    State(state): State<AppState<S>>,
+    Reads(service): Reads<S>,
     Conversation(conversation): Conversation,
     ApiPath(path): ApiPath<CheckpointPath>,
 ) -> Result<Json<CheckpointResponse>> {
-    let row = (state.service)
+    let row = service
         .checkpoint(&tenant, &conversation, path.checkpoint_id)
         .await?;
     Ok(Json(CheckpointResponse {

@@ -1,8 +1,10 @@
 //! Reconstruct, context and the compaction plan: reads that never return a false negative.
 
 use crate::api::{CompactionPlanResponse, ContextResponse, ReconstructResponse};
-use crate::http::extract::{ApiPath, ApiQuery, Conversation, Tenant};
-use crate::http::openapi::{ConversationPath, NotFound, ProblemDoc, Problems, TurnPath};
+use crate::http::extract::{ApiPath, ApiQuery, Conversation, Reads, Tenant};
+use crate::http::openapi::{
+    ConversationPath, MinPosition, NotFound, ProblemDoc, Problems, TurnPath,
+};
 use crate::http::reconstruct_cache::{self, Answer};
 use crate::http::{AppState, Error, Result};
 use crate::store::Store;
@@ -18,7 +20,7 @@ use serde::Deserialize;
     tag = "reads",
     summary = "Get a turn back, never a false negative",
     description = "The newest checkpoint whose [from, advanced_to] holds the turn decides: covered, the summary (with evidence); uncovered, the raw turn (with the reason); in no checkpoint, the raw turn (live). 404 means only that this tenant's log does not hold the turn; a database fault is 503. Through another service process than the one that made a checkpoint, answers reflect it once its notification arrives (Postgres; milliseconds), and until then stay as they were: still true, never a false negative.",
-    params(ConversationPath, TurnPath),
+    params(ConversationPath, TurnPath, MinPosition),
     responses(
         (status = 200, description = "The answer and where it came from", body = ReconstructResponse),
         Problems, NotFound,
@@ -28,10 +30,10 @@ use serde::Deserialize;
 pub async fn reconstruct<S: Store>(
     Tenant(tenant): Tenant,
     State(state): State<AppState<S>>,
+    Reads(service): Reads<S>,
     Conversation(conversation): Conversation,
     ApiPath(TurnPath { turn }): ApiPath<TurnPath>,
 ) -> Result<Response> {
-    let service = &state.service;
     // A 404 means exactly "this tenant's log does not hold the turn": database faults surface
     // as 503, never as a missing row.
     let read = service.reconstruct(&tenant, &conversation, turn);
@@ -58,7 +60,7 @@ fn respond(answer: Answer) -> Response {
     tag = "reads",
     summary = "The working context to feed a model",
     description = "Without `max_tokens`: every deciding summary once, where its first covered turn stood, and every other turn verbatim. With `max_tokens`: summaries, pinned turns and live turns verbatim; the other turns verbatim newest first while they fit, the rest as stubs (`type: stub`, with the turn's size, a preview, its anchors and the `recall` path that answers it byte-exact). When the summaries, pinned and live turns alone (every other turn a stub) exceed the budget, the answer is that smallest context with `fits: false` and `smallest_max_tokens`: never a silent cut.",
-    params(ConversationPath, ContextQuery),
+    params(ConversationPath, ContextQuery, MinPosition),
     responses(
         (status = 200, description = "Summaries, turns and stubs in turn order", body = ContextResponse),
         Problems, NotFound,
@@ -67,7 +69,7 @@ fn respond(answer: Answer) -> Response {
 )]
 pub async fn context<S: Store>(
     Tenant(tenant): Tenant,
-    State(state): State<AppState<S>>,
+    Reads(service): Reads<S>,
     Conversation(conversation): Conversation,
     ApiQuery(query): ApiQuery<ContextQuery>,
 ) -> Result<Json<ContextResponse>> {
@@ -81,9 +83,7 @@ pub async fn context<S: Store>(
             })
         })
         .transpose()?;
-    let context = (state.service)
-        .context(&tenant, &conversation, max_tokens)
-        .await?;
+    let context = service.context(&tenant, &conversation, max_tokens).await?;
     Ok(Json(context))
 }
 
@@ -113,7 +113,7 @@ pub struct PlanQuery {
     path = "/v1/conversations/{conversation}/compaction-plan",
     tag = "reads",
     summary = "The largest range a summary budget can cover",
-    params(ConversationPath, PlanQuery),
+    params(ConversationPath, PlanQuery, MinPosition),
     responses(
         (status = 200, description = "The plan", body = CompactionPlanResponse),
         Problems,
@@ -123,7 +123,7 @@ pub struct PlanQuery {
 )]
 pub async fn compaction_plan<S: Store>(
     Tenant(tenant): Tenant,
-    State(state): State<AppState<S>>,
+    Reads(service): Reads<S>,
     Conversation(conversation): Conversation,
     ApiQuery(query): ApiQuery<PlanQuery>,
 ) -> Result<Json<CompactionPlanResponse>> {
@@ -136,7 +136,7 @@ pub async fn compaction_plan<S: Store>(
             field: Some("summary_budget".into()),
         });
     }
-    let plan = (state.service)
+    let plan = service
         .compaction_plan(&tenant, &conversation, query.summary_budget, query.from)
         .await?;
     Ok(Json(plan))

@@ -2,13 +2,12 @@
 
 use crate::api::SearchResponse;
 use crate::domain::ConversationId;
-use crate::http::extract::{ApiQuery, Conversation, Tenant};
-use crate::http::openapi::{ConversationPath, NotFound, Problems};
-use crate::http::{AppState, Error, Result};
+use crate::http::extract::{ApiQuery, Conversation, Reads, Tenant};
+use crate::http::openapi::{ConversationPath, MinPosition, NotFound, Problems};
+use crate::http::{Error, Result};
 use crate::search::{self, DEFAULT_LIMIT, MAX_LIMIT, Query};
 use crate::store::Store;
 use axum::Json;
-use axum::extract::State;
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -50,7 +49,7 @@ const DESCRIPTION: &str = "Finds turns by the words, numbers and identifiers the
     tag = "reads",
     summary = "Search a conversation's raw log",
     description = DESCRIPTION,
-    params(ConversationPath, SearchQuery),
+    params(ConversationPath, SearchQuery, MinPosition),
     responses(
         (status = 200, description = "Hits, best first", body = SearchResponse),
         Problems, NotFound,
@@ -59,13 +58,13 @@ const DESCRIPTION: &str = "Finds turns by the words, numbers and identifiers the
 )]
 pub async fn conversation<S: Store>(
     Tenant(tenant): Tenant,
-    State(state): State<AppState<S>>,
+    Reads(service): Reads<S>,
     Conversation(conversation): Conversation,
     ApiQuery(query): ApiQuery<SearchQuery>,
 ) -> Result<Json<SearchResponse>> {
     let terms = terms(&query.q)?;
     let limit = limit(query.limit)?;
-    let answer = (state.service)
+    let answer = service
         .search(&tenant, Some(&conversation), None, &query.q, terms, limit)
         .await?;
     Ok(Json(answer))
@@ -78,7 +77,7 @@ pub async fn conversation<S: Store>(
     tag = "reads",
     summary = "Search every conversation of the tenant",
     description = DESCRIPTION,
-    params(TenantSearchQuery),
+    params(TenantSearchQuery, MinPosition),
     responses(
         (status = 200, description = "Hits, best first", body = SearchResponse),
         Problems,
@@ -87,7 +86,7 @@ pub async fn conversation<S: Store>(
 )]
 pub async fn tenant<S: Store>(
     Tenant(tenant): Tenant,
-    State(state): State<AppState<S>>,
+    Reads(service): Reads<S>,
     ApiQuery(query): ApiQuery<TenantSearchQuery>,
 ) -> Result<Json<SearchResponse>> {
     let terms = terms(&query.q)?;
@@ -101,7 +100,7 @@ pub async fn tenant<S: Store>(
             });
         }
     }
-    let answer = (state.service)
+    let answer = service
         .search(&tenant, None, prefix, &query.q, terms, limit)
         .await?;
     Ok(Json(answer))

@@ -4,10 +4,10 @@ use crate::api::{
     AppendTurnsRequest, AppendTurnsResponse, ConversationResponse, TurnPatch, TurnResponse,
 };
 use crate::domain::AppendRequest;
-use crate::http::extract::{ApiJson, ApiPath, Conversation, Tenant};
+use crate::http::extract::{ApiJson, ApiPath, Conversation, Reads, Tenant};
 use crate::http::idempotency::{Prior, prior, replay};
 use crate::http::openapi::{
-    BodyProblems, ConversationPath, NotFound, ProblemDoc, Problems, TurnIdPath,
+    BodyProblems, ConversationPath, MinPosition, NotFound, ProblemDoc, Problems, TurnIdPath,
 };
 use crate::http::{AppState, Result};
 use crate::service::Reply;
@@ -26,8 +26,8 @@ use axum::response::{IntoResponse, Response};
     params(ConversationPath, ("Idempotency-Key" = Option<String>, Header, nullable = false, pattern = r"^[!-~]{1,255}$", description = "Makes a retry safe: the same key with the same body gets the stored answer (header `Idempotent-Replayed: true`) and changes nothing; with another body, 422. Kept per tenant for `GATEKEEPER_IDEMPOTENCY_TTL_SECS`.")),
     request_body = AppendTurnsRequest,
     responses(
-        (status = 201, description = "Appended", body = AppendTurnsResponse),
-        (status = 200, description = "Every turn was a replay; nothing written", body = AppendTurnsResponse),
+        (status = 201, description = "Appended", body = AppendTurnsResponse, headers(("Gatekeeper-Position" = String, description = "With read replicas: the commit position to send back as Gatekeeper-Min-Position on reads that must see this write"))),
+        (status = 200, description = "Every turn was a replay; nothing written", body = AppendTurnsResponse, headers(("Gatekeeper-Position" = String, description = "With read replicas: the commit position to send back as Gatekeeper-Min-Position on reads that must see this write"))),
         Problems, BodyProblems,
         (status = 409, description = "Conflict: an id already stored with other content, or a gap", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 422, description = "Invalid request", body = ProblemDoc, content_type = "application/problem+json"),
@@ -68,7 +68,7 @@ pub async fn append<S: Store>(
     path = "/v1/conversations/{conversation}/turns/{id}",
     tag = "turns",
     summary = "Read a stored turn",
-    params(ConversationPath, TurnIdPath),
+    params(ConversationPath, TurnIdPath, MinPosition),
     responses(
         (status = 200, description = "The stored turn, content byte-exact", body = TurnResponse),
         Problems, NotFound,
@@ -77,13 +77,11 @@ pub async fn append<S: Store>(
 )]
 pub async fn turn<S: Store>(
     Tenant(tenant): Tenant,
-    State(state): State<AppState<S>>,
+    Reads(service): Reads<S>,
     Conversation(conversation): Conversation,
     ApiPath(path): ApiPath<TurnIdPath>,
 ) -> Result<Json<TurnResponse>> {
-    Ok(Json(
-        state.service.turn(&tenant, &conversation, path.id).await?,
-    ))
+    Ok(Json(service.turn(&tenant, &conversation, path.id).await?))
 }
 
 #[utoipa::path(
@@ -95,7 +93,7 @@ pub async fn turn<S: Store>(
     params(ConversationPath, TurnIdPath),
     request_body = TurnPatch,
     responses(
-        (status = 200, description = "The turn as it now is", body = TurnResponse),
+        (status = 200, description = "The turn as it now is", body = TurnResponse, headers(("Gatekeeper-Position" = String, description = "With read replicas: the commit position to send back as Gatekeeper-Min-Position on reads that must see this write"))),
         Problems, BodyProblems, NotFound,
         (status = 409, description = "A checkpoint already covers the turn", body = ProblemDoc, content_type = "application/problem+json"),
         (status = 422, description = "Invalid request", body = ProblemDoc, content_type = "application/problem+json"),
@@ -120,7 +118,7 @@ pub async fn set_pinned<S: Store>(
     path = "/v1/conversations/{conversation}",
     tag = "turns",
     summary = "A conversation's log and latest checkpoint",
-    params(ConversationPath),
+    params(ConversationPath, MinPosition),
     responses(
         (status = 200, description = "The conversation", body = ConversationResponse),
         Problems, NotFound,
@@ -129,10 +127,8 @@ pub async fn set_pinned<S: Store>(
 )]
 pub async fn conversation<S: Store>(
     Tenant(tenant): Tenant,
-    State(state): State<AppState<S>>,
+    Reads(service): Reads<S>,
     Conversation(conversation): Conversation,
 ) -> Result<Json<ConversationResponse>> {
-    Ok(Json(
-        state.service.conversation(&tenant, &conversation).await?,
-    ))
+    Ok(Json(service.conversation(&tenant, &conversation).await?))
 }

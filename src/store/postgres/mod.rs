@@ -4,6 +4,7 @@
 mod backfill;
 mod feed;
 mod reads;
+mod replicas;
 mod search;
 mod tx;
 
@@ -20,7 +21,13 @@ pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
 
 #[derive(Clone, Debug)]
 pub struct PgStore {
-    pool: PgPool,
+    /// Where reads go: the primary, or the replica [`Store::for_reads`](super::Store::for_reads)
+    /// chose.
+    read_pool: PgPool,
+    /// Writes, locks, the feed, migrations.
+    primary: PgPool,
+    replicas: Option<std::sync::Arc<replicas::Replicas>>,
+    on_replica: bool,
 }
 
 impl PgStore {
@@ -76,7 +83,7 @@ impl PgStore {
             .connect_with(options.clone())
             .await?;
         MIGRATOR.run(&pool).await?;
-        let store = Self { pool };
+        let store = Self::from_pool(pool);
         store.log_transport(&options).await;
         Ok(store)
     }
@@ -84,7 +91,7 @@ impl PgStore {
     /// Whether a pooled connection is encrypted, as the server sees it (`pg_stat_ssl`).
     pub async fn connection_encrypted(&self) -> Result<bool, sqlx::Error> {
         sqlx::query_scalar("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.read_pool)
             .await
             .map(|ssl: Option<bool>| ssl.unwrap_or(false))
     }
@@ -128,11 +135,39 @@ impl PgStore {
 
     /// Wraps a pool whose database is already migrated.
     pub fn from_pool(pool: PgPool) -> Self {
-        Self { pool }
+        Self {
+            primary: pool.clone(),
+            read_pool: pool,
+            replicas: None,
+            on_replica: false,
+        }
     }
 
+    /// The primary's pool.
     pub fn pool(&self) -> &PgPool {
-        &self.pool
+        &self.primary
+    }
+
+    /// Sends reads to these streaming replicas when they can answer them (see `replicas.rs`).
+    pub fn with_replicas(
+        mut self,
+        urls: &[String],
+        pool_size: u32,
+        acquire_timeout: Duration,
+        max_wait: Duration,
+        max_lag: u64,
+    ) -> anyhow::Result<Self> {
+        if !urls.is_empty() {
+            self.replicas = Some(replicas::Replicas::start(
+                &self.primary,
+                urls,
+                pool_size,
+                acquire_timeout,
+                max_wait,
+                max_lag,
+            )?);
+        }
+        Ok(self)
     }
 }
 

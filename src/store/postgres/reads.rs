@@ -6,7 +6,7 @@ use crate::config::DatabaseConfig;
 use crate::context::{self, CheckpointSpan, ContextSummary, ContextTurn};
 use crate::coverage::terms::TermKey;
 use crate::coverage::{IdRanges, Reason, Role, TurnFacts, Verdict};
-use crate::domain::{ConversationId, TenantId};
+use crate::domain::{ConversationId, Position, TenantId};
 use crate::search::{Posting, Scope};
 use crate::store::profiles::deciding_anchors;
 use crate::store::{
@@ -16,6 +16,7 @@ use crate::store::{
 };
 use sqlx::Row;
 use sqlx::types::Json;
+use std::time::Duration;
 
 impl Store for PgStore {
     type Tx = PgTx;
@@ -27,7 +28,39 @@ impl Store for PgStore {
             db.acquire_timeout(),
             db.startup_wait(),
         )
-        .await
+        .await?
+        .with_replicas(
+            &db.read_database_urls,
+            db.pool_size,
+            db.acquire_timeout(),
+            Duration::from_millis(db.read_max_wait_ms),
+            db.read_max_lag_bytes,
+        )
+    }
+
+    async fn for_reads(&self, min: Option<Position>) -> Self {
+        let Some(replicas) = &self.replicas else {
+            return self.clone();
+        };
+        match replicas.pool_for(min).await {
+            Some(pool) => Self {
+                read_pool: pool,
+                on_replica: true,
+                ..self.clone()
+            },
+            None => self.clone(),
+        }
+    }
+
+    fn on_replica(&self) -> bool {
+        self.on_replica
+    }
+
+    async fn position(&self) -> Result<Option<Position>> {
+        match &self.replicas {
+            Some(_) => Ok(Some(super::replicas::position(&self.primary).await?)),
+            None => Ok(None),
+        }
     }
 
     fn backend(&self) -> Backend {
@@ -37,25 +70,28 @@ impl Store for PgStore {
     async fn ready(&self) -> Result<bool> {
         let applied: i64 =
             sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations WHERE success")
-                .fetch_one(&self.pool)
+                .fetch_one(&self.primary)
                 .await?;
         Ok(applied as usize >= MIGRATOR.iter().count())
     }
 
     async fn close(&self) {
-        self.pool.close().await;
+        self.primary.close().await;
+        if let Some(replicas) = &self.replicas {
+            replicas.close().await;
+        }
     }
 
     async fn begin(&self) -> Result<PgTx> {
-        Ok(PgTx(self.pool.begin().await?))
+        Ok(PgTx(self.primary.begin().await?))
     }
 
     async fn backfill_profiles(&self) -> Result<u64> {
-        super::backfill::run(&self.pool).await
+        super::backfill::run(&self.primary).await
     }
 
     async fn backfill_search(&self) -> Result<u64> {
-        super::search::backfill(&self.pool).await
+        super::search::backfill(&self.primary).await
     }
 
     async fn search_postings(
@@ -65,11 +101,11 @@ impl Store for PgStore {
         keys: &[TermKey],
         per_key: u32,
     ) -> Result<Vec<Vec<Posting>>> {
-        super::search::postings(&self.pool, tenant.as_str(), scope, keys, per_key).await
+        super::search::postings(&self.read_pool, tenant.as_str(), scope, keys, per_key).await
     }
 
     async fn tenant_turns(&self, tenant: &TenantId, prefix: Option<&str>) -> Result<u64> {
-        super::search::tenant_turns(&self.pool, tenant.as_str(), prefix).await
+        super::search::tenant_turns(&self.read_pool, tenant.as_str(), prefix).await
     }
 
     async fn follow_checkpoints(
@@ -77,7 +113,7 @@ impl Store for PgStore {
         heartbeat: FeedHeartbeat,
         on: impl FnMut(FeedEvent<'_>) + Send,
     ) {
-        super::feed::follow(&self.pool, heartbeat, on).await
+        super::feed::follow(&self.primary, heartbeat, on).await
     }
 
     async fn stored_answer(
@@ -86,7 +122,7 @@ impl Store for PgStore {
         key: &str,
         not_before: i64,
     ) -> Result<Option<StoredAnswer>> {
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.read_pool.acquire().await?;
         super::tx::find_answer(&mut conn, tenant, key, not_before).await
     }
 
@@ -100,7 +136,7 @@ impl Store for PgStore {
         )
         .bind(tenant.as_str())
         .bind(conversation.as_str())
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read_pool)
         .await?)
     }
 
@@ -118,7 +154,7 @@ impl Store for PgStore {
         )
         .bind(tenant.as_str())
         .bind(conversation.as_str())
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read_pool)
         .await?;
         let Some(row) = row else { return Ok(None) };
         let latest = match row.try_get::<Option<i64>, _>("checkpoint_id")? {
@@ -155,7 +191,7 @@ impl Store for PgStore {
         .bind(tenant.as_str())
         .bind(conversation.as_str())
         .bind(id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read_pool)
         .await?;
         row.as_ref().map(super::tx::stored_turn).transpose()
     }
@@ -167,7 +203,7 @@ impl Store for PgStore {
         from: i64,
         to: i64,
     ) -> Result<Vec<TurnFacts>> {
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.read_pool.acquire().await?;
         super::tx::turn_facts(&mut conn, tenant, conversation, from, to).await
     }
 
@@ -181,7 +217,7 @@ impl Store for PgStore {
             .bind(tenant.as_str())
             .bind(conversation.as_str())
             .bind(from)
-            .fetch_all(&self.pool)
+            .fetch_all(&self.read_pool)
             .await?
             .iter()
             .map(|row| Ok((row.try_get("id")?, decode::role(row.try_get("role")?)?, decode::tokens(row.try_get("tokens")?)?)))
@@ -204,7 +240,7 @@ impl Store for PgStore {
         .bind(conversation.as_str())
         .bind(before)
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read_pool)
         .await?;
         rows.iter()
             .map(|row| {
@@ -232,7 +268,7 @@ impl Store for PgStore {
         .bind(tenant.as_str())
         .bind(conversation.as_str())
         .bind(checkpoint_id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read_pool)
         .await?;
         let Some(row) = row else { return Ok(None) };
         let Json(verdict): Json<Verdict> = row.try_get("verdict")?;
@@ -275,7 +311,7 @@ impl Store for PgStore {
         .bind(tenant.as_str())
         .bind(conversation.as_str())
         .bind(turn)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read_pool)
         .await?;
         let Some(row) = row else { return Ok(None) };
         let Json(anchors): Json<Vec<String>> = row.try_get("anchors")?;
@@ -311,7 +347,7 @@ impl Store for PgStore {
         tenant: &TenantId,
         conversation: &ConversationId,
     ) -> Result<StoredContext> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.read_pool.begin().await?;
         // One snapshot for every read, so the spans name exactly the summaries and turns read.
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             .execute(&mut *tx)

@@ -6,7 +6,7 @@ use crate::config::DatabaseConfig;
 use crate::context::{self, CheckpointSpan, ContextSummary, ContextTurn};
 use crate::coverage::terms::TermKey;
 use crate::coverage::{IdRanges, Reason, Role, TurnFacts, Verdict};
-use crate::domain::{ConversationId, TenantId};
+use crate::domain::{ConversationId, Position, TenantId};
 use crate::search::{Posting, Scope};
 use crate::store::profiles::deciding_anchors;
 use crate::store::{
@@ -37,6 +37,15 @@ impl Store for SqliteStore {
 
     async fn close(&self) {
         self.pool.close().await;
+    }
+
+    /// One file: every read sees every commit.
+    async fn for_reads(&self, _min: Option<Position>) -> Self {
+        self.clone()
+    }
+
+    async fn position(&self) -> Result<Option<Position>> {
+        Ok(None)
     }
 
     /// Holds the database's write lock from its first statement.

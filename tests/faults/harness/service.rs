@@ -143,6 +143,8 @@ pub(crate) struct Answer {
     pub(crate) content_type: String,
     pub(crate) retry_after: Option<String>,
     pub(crate) replayed: bool,
+    /// `Gatekeeper-Position`, on write answers when reads may go to replicas.
+    pub(crate) position: Option<String>,
     pub(crate) body: Value,
 }
 
@@ -171,6 +173,7 @@ pub(crate) async fn call(
     let content_type = header("content-type").unwrap_or_default();
     let retry_after = header("retry-after");
     let replayed = header("idempotent-replayed").is_some_and(|v| v == "true");
+    let position = header("gatekeeper-position");
     let status = response.status().as_u16();
     let text = response.text().await?;
     let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
@@ -179,6 +182,7 @@ pub(crate) async fn call(
         content_type,
         retry_after,
         replayed,
+        position,
         body,
     })
 }
@@ -204,6 +208,29 @@ pub(crate) async fn call_retrying_outages(
             _ => return (answer, retries),
         }
     }
+}
+
+/// A GET that must be answered from a state at least as new as `position`.
+pub(crate) async fn get_at(
+    http: &reqwest::Client,
+    url: &str,
+    position: &str,
+) -> Result<Answer, reqwest::Error> {
+    let response = http
+        .get(url)
+        .header("Gatekeeper-Min-Position", position)
+        .send()
+        .await?;
+    let status = response.status().as_u16();
+    let text = response.text().await?;
+    Ok(Answer {
+        status,
+        content_type: String::new(),
+        retry_after: None,
+        replayed: false,
+        position: None,
+        body: serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    })
 }
 
 pub(crate) async fn get(http: &reqwest::Client, url: &str) -> Result<Answer, reqwest::Error> {

@@ -1,5 +1,6 @@
 """``Gatekeeper`` (blocking) and ``AsyncGatekeeper`` (awaitable): the same methods, one per
-endpoint. Both retry ``503``/``429`` answers with exponential backoff, honouring ``Retry-After``;
+endpoint. Both carry each conversation's commit position from its writes to its reads
+(read-your-writes when the service reads from replicas), and retry ``503``/``429`` answers with exponential backoff, honouring ``Retry-After``;
 every POST carries one ``Idempotency-Key`` (the caller's, or a fresh one) that all its retries reuse,
 so a retried append or proposal is applied once."""
 
@@ -42,6 +43,7 @@ class _Settings:
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
+        self.positions = r.Positions()
 
 
 class Gatekeeper:
@@ -71,10 +73,11 @@ class Gatekeeper:
         self._http.close()
 
     def _send(self, call: r.Call) -> Any:
-        kwargs = r.request_kwargs(call, self._s.api_key)
+        kwargs = r.request_kwargs(call, self._s.api_key, self._s.positions)
         attempt = 0
         while True:
             response = self._http.request(**kwargs)
+            self._s.positions.saw(call, response)
             if not r.should_retry(response, attempt, self._s.retries):
                 return r.result(call, response)
             time.sleep(r.retry_pause(response, attempt, self._s.backoff))
@@ -187,10 +190,11 @@ class AsyncGatekeeper:
         await self._http.aclose()
 
     async def _send(self, call: r.Call) -> Any:
-        kwargs = r.request_kwargs(call, self._s.api_key)
+        kwargs = r.request_kwargs(call, self._s.api_key, self._s.positions)
         attempt = 0
         while True:
             response = await self._http.request(**kwargs)
+            self._s.positions.saw(call, response)
             if not r.should_retry(response, attempt, self._s.retries):
                 return r.result(call, response)
             await asyncio.sleep(r.retry_pause(response, attempt, self._s.backoff))

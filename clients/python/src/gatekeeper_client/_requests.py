@@ -47,6 +47,42 @@ class Call:
     endpoint: ModuleType
     # POSTs carry an Idempotency-Key (the caller's, or a fresh one) that every retry reuses.
     idempotency_key: str | None = None
+    # The conversation it reads or writes; None for a tenant-wide read.
+    conversation: str | None = None
+
+
+def _lsn(position: str) -> int:
+    high, _, low = position.partition("/")
+    return int(high, 16) << 32 | int(low, 16)
+
+
+class Positions:
+    """Read-your-writes with read replicas: the newest ``Gatekeeper-Position`` each conversation's
+    writes answered, sent back as ``Gatekeeper-Min-Position`` on its reads (a tenant-wide read
+    sends the newest of all), so a read never sees a state older than a write this client saw."""
+
+    def __init__(self) -> None:
+        self._by_conversation: dict[str, tuple[int, str]] = {}
+        self._newest: tuple[int, str] | None = None
+
+    def header_for(self, call: Call) -> dict[str, str]:
+        if call.kwargs["method"] != "get":
+            return {}
+        seen = self._newest if call.conversation is None else self._by_conversation.get(call.conversation)
+        return {"Gatekeeper-Min-Position": seen[1]} if seen else {}
+
+    def saw(self, call: Call, response: httpx.Response) -> None:
+        position = response.headers.get("gatekeeper-position")
+        if not position or call.conversation is None:
+            return
+        try:
+            seen = (_lsn(position), position)
+        except ValueError:
+            return
+        if seen > self._by_conversation.get(call.conversation, (-1, "")):
+            self._by_conversation[call.conversation] = seen
+        if self._newest is None or seen > self._newest:
+            self._newest = seen
 
 
 def _or_unset(value: Any) -> Any:
@@ -55,11 +91,12 @@ def _or_unset(value: Any) -> Any:
 
 def _post(endpoint: ModuleType, key: str | None, **kwargs: Any) -> Call:
     key = key or str(uuid.uuid4())
-    return Call(endpoint._get_kwargs(**kwargs, idempotency_key=key), endpoint, key)
+    kw = endpoint._get_kwargs(**kwargs, idempotency_key=key)
+    return Call(kw, endpoint, key, kwargs.get("conversation"))
 
 
 def _plain(endpoint: ModuleType, **kwargs: Any) -> Call:
-    return Call(endpoint._get_kwargs(**kwargs), endpoint)
+    return Call(endpoint._get_kwargs(**kwargs), endpoint, None, kwargs.get("conversation"))
 
 
 def _turn(t: TurnLike) -> AppendTurn:
@@ -154,9 +191,10 @@ def ready_call() -> Call:
     return _plain(readyz)
 
 
-def request_kwargs(call: Call, api_key: str | None) -> dict[str, Any]:
+def request_kwargs(call: Call, api_key: str | None, positions: Positions) -> dict[str, Any]:
     kwargs = dict(call.kwargs)
     headers = dict(kwargs.pop("headers", {}))
+    headers.update(positions.header_for(call))
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     kwargs["headers"] = headers

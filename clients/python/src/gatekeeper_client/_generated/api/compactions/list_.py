@@ -20,9 +20,14 @@ def _get_kwargs(
     *,
     limit: int | Unset = UNSET,
     cursor: int | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> dict[str, Any]:
-    
+    headers: dict[str, Any] = {}
+    if not isinstance(gatekeeper_min_position, Unset):
+        headers["Gatekeeper-Min-Position"] = gatekeeper_min_position
+
+
 
     
 
@@ -43,6 +48,7 @@ def _get_kwargs(
     }
 
 
+    _kwargs["headers"] = headers
     return _kwargs
 
 
@@ -111,6 +117,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
     cursor: int | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Response[CheckpointListResponse | Problem]:
     """ List checkpoints, newest first, a page at a time
@@ -119,6 +126,7 @@ def sync_detailed(
         conversation (str):
         limit (int | Unset):
         cursor (int | Unset):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -133,6 +141,7 @@ def sync_detailed(
         conversation=conversation,
 limit=limit,
 cursor=cursor,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )
 
@@ -148,6 +157,7 @@ def sync(
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
     cursor: int | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> CheckpointListResponse | Problem | None:
     """ List checkpoints, newest first, a page at a time
@@ -156,6 +166,7 @@ def sync(
         conversation (str):
         limit (int | Unset):
         cursor (int | Unset):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -171,6 +182,7 @@ def sync(
 client=client,
 limit=limit,
 cursor=cursor,
+gatekeeper_min_position=gatekeeper_min_position,
 
     ).parsed
 
@@ -180,6 +192,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
     cursor: int | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Response[CheckpointListResponse | Problem]:
     """ List checkpoints, newest first, a page at a time
@@ -188,6 +201,7 @@ async def asyncio_detailed(
         conversation (str):
         limit (int | Unset):
         cursor (int | Unset):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -202,6 +216,7 @@ async def asyncio_detailed(
         conversation=conversation,
 limit=limit,
 cursor=cursor,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )
 
@@ -217,6 +232,7 @@ async def asyncio(
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
     cursor: int | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> CheckpointListResponse | Problem | None:
     """ List checkpoints, newest first, a page at a time
@@ -225,6 +241,7 @@ async def asyncio(
         conversation (str):
         limit (int | Unset):
         cursor (int | Unset):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -240,5 +257,6 @@ async def asyncio(
 client=client,
 limit=limit,
 cursor=cursor,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )).parsed

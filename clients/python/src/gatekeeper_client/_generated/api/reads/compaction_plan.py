@@ -20,9 +20,14 @@ def _get_kwargs(
     *,
     summary_budget: int,
     from_: int | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> dict[str, Any]:
-    
+    headers: dict[str, Any] = {}
+    if not isinstance(gatekeeper_min_position, Unset):
+        headers["Gatekeeper-Min-Position"] = gatekeeper_min_position
+
+
 
     
 
@@ -43,6 +48,7 @@ def _get_kwargs(
     }
 
 
+    _kwargs["headers"] = headers
     return _kwargs
 
 
@@ -111,6 +117,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     summary_budget: int,
     from_: int | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Response[CompactionPlanResponse | Problem]:
     """ The largest range a summary budget can cover
@@ -119,6 +126,7 @@ def sync_detailed(
         conversation (str):
         summary_budget (int):
         from_ (int | Unset):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -133,6 +141,7 @@ def sync_detailed(
         conversation=conversation,
 summary_budget=summary_budget,
 from_=from_,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )
 
@@ -148,6 +157,7 @@ def sync(
     client: AuthenticatedClient,
     summary_budget: int,
     from_: int | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> CompactionPlanResponse | Problem | None:
     """ The largest range a summary budget can cover
@@ -156,6 +166,7 @@ def sync(
         conversation (str):
         summary_budget (int):
         from_ (int | Unset):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -171,6 +182,7 @@ def sync(
 client=client,
 summary_budget=summary_budget,
 from_=from_,
+gatekeeper_min_position=gatekeeper_min_position,
 
     ).parsed
 
@@ -180,6 +192,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     summary_budget: int,
     from_: int | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Response[CompactionPlanResponse | Problem]:
     """ The largest range a summary budget can cover
@@ -188,6 +201,7 @@ async def asyncio_detailed(
         conversation (str):
         summary_budget (int):
         from_ (int | Unset):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -202,6 +216,7 @@ async def asyncio_detailed(
         conversation=conversation,
 summary_budget=summary_budget,
 from_=from_,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )
 
@@ -217,6 +232,7 @@ async def asyncio(
     client: AuthenticatedClient,
     summary_budget: int,
     from_: int | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> CompactionPlanResponse | Problem | None:
     """ The largest range a summary budget can cover
@@ -225,6 +241,7 @@ async def asyncio(
         conversation (str):
         summary_budget (int):
         from_ (int | Unset):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -240,5 +257,6 @@ async def asyncio(
 client=client,
 summary_budget=summary_budget,
 from_=from_,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )).parsed

@@ -19,9 +19,14 @@ def _get_kwargs(
     conversation: str,
     *,
     max_tokens: int | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> dict[str, Any]:
-    
+    headers: dict[str, Any] = {}
+    if not isinstance(gatekeeper_min_position, Unset):
+        headers["Gatekeeper-Min-Position"] = gatekeeper_min_position
+
+
 
     
 
@@ -40,6 +45,7 @@ def _get_kwargs(
     }
 
 
+    _kwargs["headers"] = headers
     return _kwargs
 
 
@@ -107,6 +113,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     max_tokens: int | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Response[ContextResponse | Problem]:
     """ The working context to feed a model
@@ -121,6 +128,7 @@ def sync_detailed(
     Args:
         conversation (str):
         max_tokens (int | Unset):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -134,6 +142,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         conversation=conversation,
 max_tokens=max_tokens,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )
 
@@ -148,6 +157,7 @@ def sync(
     *,
     client: AuthenticatedClient,
     max_tokens: int | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> ContextResponse | Problem | None:
     """ The working context to feed a model
@@ -162,6 +172,7 @@ def sync(
     Args:
         conversation (str):
         max_tokens (int | Unset):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -176,6 +187,7 @@ def sync(
         conversation=conversation,
 client=client,
 max_tokens=max_tokens,
+gatekeeper_min_position=gatekeeper_min_position,
 
     ).parsed
 
@@ -184,6 +196,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     max_tokens: int | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Response[ContextResponse | Problem]:
     """ The working context to feed a model
@@ -198,6 +211,7 @@ async def asyncio_detailed(
     Args:
         conversation (str):
         max_tokens (int | Unset):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -211,6 +225,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         conversation=conversation,
 max_tokens=max_tokens,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )
 
@@ -225,6 +240,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     max_tokens: int | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> ContextResponse | Problem | None:
     """ The working context to feed a model
@@ -239,6 +255,7 @@ async def asyncio(
     Args:
         conversation (str):
         max_tokens (int | Unset):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -253,5 +270,6 @@ async def asyncio(
         conversation=conversation,
 client=client,
 max_tokens=max_tokens,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )).parsed

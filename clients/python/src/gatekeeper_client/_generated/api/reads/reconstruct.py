@@ -10,6 +10,7 @@ from ... import errors
 
 from ...models.problem import Problem
 from ...models.reconstruct_response import ReconstructResponse
+from ...types import UNSET, Unset
 from typing import cast
 
 
@@ -17,9 +18,15 @@ from typing import cast
 def _get_kwargs(
     conversation: str,
     turn: int,
+    *,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> dict[str, Any]:
-    
+    headers: dict[str, Any] = {}
+    if not isinstance(gatekeeper_min_position, Unset):
+        headers["Gatekeeper-Min-Position"] = gatekeeper_min_position
+
+
 
     
 
@@ -31,6 +38,7 @@ def _get_kwargs(
     }
 
 
+    _kwargs["headers"] = headers
     return _kwargs
 
 
@@ -98,6 +106,7 @@ def sync_detailed(
     turn: int,
     *,
     client: AuthenticatedClient,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Response[Problem | ReconstructResponse]:
     """ Get a turn back, never a false negative
@@ -112,6 +121,7 @@ def sync_detailed(
     Args:
         conversation (str):
         turn (int):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -125,6 +135,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         conversation=conversation,
 turn=turn,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )
 
@@ -139,6 +150,7 @@ def sync(
     turn: int,
     *,
     client: AuthenticatedClient,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Problem | ReconstructResponse | None:
     """ Get a turn back, never a false negative
@@ -153,6 +165,7 @@ def sync(
     Args:
         conversation (str):
         turn (int):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -167,6 +180,7 @@ def sync(
         conversation=conversation,
 turn=turn,
 client=client,
+gatekeeper_min_position=gatekeeper_min_position,
 
     ).parsed
 
@@ -175,6 +189,7 @@ async def asyncio_detailed(
     turn: int,
     *,
     client: AuthenticatedClient,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Response[Problem | ReconstructResponse]:
     """ Get a turn back, never a false negative
@@ -189,6 +204,7 @@ async def asyncio_detailed(
     Args:
         conversation (str):
         turn (int):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -202,6 +218,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         conversation=conversation,
 turn=turn,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )
 
@@ -216,6 +233,7 @@ async def asyncio(
     turn: int,
     *,
     client: AuthenticatedClient,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Problem | ReconstructResponse | None:
     """ Get a turn back, never a false negative
@@ -230,6 +248,7 @@ async def asyncio(
     Args:
         conversation (str):
         turn (int):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -244,5 +263,6 @@ async def asyncio(
         conversation=conversation,
 turn=turn,
 client=client,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )).parsed

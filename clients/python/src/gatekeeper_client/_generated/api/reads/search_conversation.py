@@ -20,9 +20,14 @@ def _get_kwargs(
     *,
     q: str,
     limit: int | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> dict[str, Any]:
-    
+    headers: dict[str, Any] = {}
+    if not isinstance(gatekeeper_min_position, Unset):
+        headers["Gatekeeper-Min-Position"] = gatekeeper_min_position
+
+
 
     
 
@@ -43,6 +48,7 @@ def _get_kwargs(
     }
 
 
+    _kwargs["headers"] = headers
     return _kwargs
 
 
@@ -111,6 +117,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     q: str,
     limit: int | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Response[Problem | SearchResponse]:
     """ Search a conversation's raw log
@@ -128,6 +135,7 @@ def sync_detailed(
         conversation (str):
         q (str):
         limit (int | Unset):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -142,6 +150,7 @@ def sync_detailed(
         conversation=conversation,
 q=q,
 limit=limit,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )
 
@@ -157,6 +166,7 @@ def sync(
     client: AuthenticatedClient,
     q: str,
     limit: int | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Problem | SearchResponse | None:
     """ Search a conversation's raw log
@@ -174,6 +184,7 @@ def sync(
         conversation (str):
         q (str):
         limit (int | Unset):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -189,6 +200,7 @@ def sync(
 client=client,
 q=q,
 limit=limit,
+gatekeeper_min_position=gatekeeper_min_position,
 
     ).parsed
 
@@ -198,6 +210,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     q: str,
     limit: int | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Response[Problem | SearchResponse]:
     """ Search a conversation's raw log
@@ -215,6 +228,7 @@ async def asyncio_detailed(
         conversation (str):
         q (str):
         limit (int | Unset):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -229,6 +243,7 @@ async def asyncio_detailed(
         conversation=conversation,
 q=q,
 limit=limit,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )
 
@@ -244,6 +259,7 @@ async def asyncio(
     client: AuthenticatedClient,
     q: str,
     limit: int | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Problem | SearchResponse | None:
     """ Search a conversation's raw log
@@ -261,6 +277,7 @@ async def asyncio(
         conversation (str):
         q (str):
         limit (int | Unset):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -276,5 +293,6 @@ async def asyncio(
 client=client,
 q=q,
 limit=limit,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )).parsed

@@ -20,9 +20,14 @@ def _get_kwargs(
     q: str,
     limit: int | Unset = UNSET,
     conversation_prefix: str | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> dict[str, Any]:
-    
+    headers: dict[str, Any] = {}
+    if not isinstance(gatekeeper_min_position, Unset):
+        headers["Gatekeeper-Min-Position"] = gatekeeper_min_position
+
+
 
     
 
@@ -45,6 +50,7 @@ def _get_kwargs(
     }
 
 
+    _kwargs["headers"] = headers
     return _kwargs
 
 
@@ -106,6 +112,7 @@ def sync_detailed(
     q: str,
     limit: int | Unset = UNSET,
     conversation_prefix: str | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Response[Problem | SearchResponse]:
     """ Search every conversation of the tenant
@@ -123,6 +130,7 @@ def sync_detailed(
         q (str):
         limit (int | Unset):
         conversation_prefix (str | Unset):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -137,6 +145,7 @@ def sync_detailed(
         q=q,
 limit=limit,
 conversation_prefix=conversation_prefix,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )
 
@@ -152,6 +161,7 @@ def sync(
     q: str,
     limit: int | Unset = UNSET,
     conversation_prefix: str | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Problem | SearchResponse | None:
     """ Search every conversation of the tenant
@@ -169,6 +179,7 @@ def sync(
         q (str):
         limit (int | Unset):
         conversation_prefix (str | Unset):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -184,6 +195,7 @@ def sync(
 q=q,
 limit=limit,
 conversation_prefix=conversation_prefix,
+gatekeeper_min_position=gatekeeper_min_position,
 
     ).parsed
 
@@ -193,6 +205,7 @@ async def asyncio_detailed(
     q: str,
     limit: int | Unset = UNSET,
     conversation_prefix: str | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Response[Problem | SearchResponse]:
     """ Search every conversation of the tenant
@@ -210,6 +223,7 @@ async def asyncio_detailed(
         q (str):
         limit (int | Unset):
         conversation_prefix (str | Unset):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -224,6 +238,7 @@ async def asyncio_detailed(
         q=q,
 limit=limit,
 conversation_prefix=conversation_prefix,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )
 
@@ -239,6 +254,7 @@ async def asyncio(
     q: str,
     limit: int | Unset = UNSET,
     conversation_prefix: str | Unset = UNSET,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Problem | SearchResponse | None:
     """ Search every conversation of the tenant
@@ -256,6 +272,7 @@ async def asyncio(
         q (str):
         limit (int | Unset):
         conversation_prefix (str | Unset):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -271,5 +288,6 @@ async def asyncio(
 q=q,
 limit=limit,
 conversation_prefix=conversation_prefix,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )).parsed

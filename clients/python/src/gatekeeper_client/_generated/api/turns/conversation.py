@@ -10,15 +10,22 @@ from ... import errors
 
 from ...models.conversation_response import ConversationResponse
 from ...models.problem import Problem
+from ...types import UNSET, Unset
 from typing import cast
 
 
 
 def _get_kwargs(
     conversation: str,
+    *,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> dict[str, Any]:
-    
+    headers: dict[str, Any] = {}
+    if not isinstance(gatekeeper_min_position, Unset):
+        headers["Gatekeeper-Min-Position"] = gatekeeper_min_position
+
+
 
     
 
@@ -30,6 +37,7 @@ def _get_kwargs(
     }
 
 
+    _kwargs["headers"] = headers
     return _kwargs
 
 
@@ -96,12 +104,14 @@ def sync_detailed(
     conversation: str,
     *,
     client: AuthenticatedClient,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Response[ConversationResponse | Problem]:
     """ A conversation's log and latest checkpoint
 
     Args:
         conversation (str):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -114,6 +124,7 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         conversation=conversation,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )
 
@@ -127,12 +138,14 @@ def sync(
     conversation: str,
     *,
     client: AuthenticatedClient,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> ConversationResponse | Problem | None:
     """ A conversation's log and latest checkpoint
 
     Args:
         conversation (str):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -146,6 +159,7 @@ def sync(
     return sync_detailed(
         conversation=conversation,
 client=client,
+gatekeeper_min_position=gatekeeper_min_position,
 
     ).parsed
 
@@ -153,12 +167,14 @@ async def asyncio_detailed(
     conversation: str,
     *,
     client: AuthenticatedClient,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Response[ConversationResponse | Problem]:
     """ A conversation's log and latest checkpoint
 
     Args:
         conversation (str):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -171,6 +187,7 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         conversation=conversation,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )
 
@@ -184,12 +201,14 @@ async def asyncio(
     conversation: str,
     *,
     client: AuthenticatedClient,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> ConversationResponse | Problem | None:
     """ A conversation's log and latest checkpoint
 
     Args:
         conversation (str):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -203,5 +222,6 @@ async def asyncio(
     return (await asyncio_detailed(
         conversation=conversation,
 client=client,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )).parsed

@@ -10,6 +10,7 @@ from ... import errors
 
 from ...models.problem import Problem
 from ...models.turn_response import TurnResponse
+from ...types import UNSET, Unset
 from typing import cast
 
 
@@ -17,9 +18,15 @@ from typing import cast
 def _get_kwargs(
     conversation: str,
     id: int,
+    *,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> dict[str, Any]:
-    
+    headers: dict[str, Any] = {}
+    if not isinstance(gatekeeper_min_position, Unset):
+        headers["Gatekeeper-Min-Position"] = gatekeeper_min_position
+
+
 
     
 
@@ -31,6 +38,7 @@ def _get_kwargs(
     }
 
 
+    _kwargs["headers"] = headers
     return _kwargs
 
 
@@ -98,6 +106,7 @@ def sync_detailed(
     id: int,
     *,
     client: AuthenticatedClient,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Response[Problem | TurnResponse]:
     """ Read a stored turn
@@ -105,6 +114,7 @@ def sync_detailed(
     Args:
         conversation (str):
         id (int):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -118,6 +128,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         conversation=conversation,
 id=id,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )
 
@@ -132,6 +143,7 @@ def sync(
     id: int,
     *,
     client: AuthenticatedClient,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Problem | TurnResponse | None:
     """ Read a stored turn
@@ -139,6 +151,7 @@ def sync(
     Args:
         conversation (str):
         id (int):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -153,6 +166,7 @@ def sync(
         conversation=conversation,
 id=id,
 client=client,
+gatekeeper_min_position=gatekeeper_min_position,
 
     ).parsed
 
@@ -161,6 +175,7 @@ async def asyncio_detailed(
     id: int,
     *,
     client: AuthenticatedClient,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Response[Problem | TurnResponse]:
     """ Read a stored turn
@@ -168,6 +183,7 @@ async def asyncio_detailed(
     Args:
         conversation (str):
         id (int):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -181,6 +197,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         conversation=conversation,
 id=id,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )
 
@@ -195,6 +212,7 @@ async def asyncio(
     id: int,
     *,
     client: AuthenticatedClient,
+    gatekeeper_min_position: None | str | Unset = UNSET,
 
 ) -> Problem | TurnResponse | None:
     """ Read a stored turn
@@ -202,6 +220,7 @@ async def asyncio(
     Args:
         conversation (str):
         id (int):
+        gatekeeper_min_position (None | str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -216,5 +235,6 @@ async def asyncio(
         conversation=conversation,
 id=id,
 client=client,
+gatekeeper_min_position=gatekeeper_min_position,
 
     )).parsed
