@@ -24,7 +24,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 BIN = os.environ.get("GATEKEEPER_BIN", str(REPO / "target" / "debug" / "gatekeeper"))
-TAU = os.environ.get("TAU_DATA", str(REPO.parent / "shared" / "data" / "tau-bench-airline.jsonl.gz"))
+TAU = os.environ.get(
+    "TAU_DATA", str(REPO.parent / "shared" / "data" / "tau-bench-airline.jsonl.gz")
+)
 PG_SERVER = os.environ.get("GATEKEEPER_TEST_DATABASE_URL")
 
 
@@ -101,6 +103,11 @@ def tau_conversation(index: int) -> list[dict]:
     raise IndexError(index)
 
 
+def _arguments(call: dict) -> str:
+    args = call.get("arguments")
+    return args if isinstance(args, str) else json.dumps(args, separators=(",", ":"))
+
+
 def tau_turns(index: int) -> list[dict]:
     """The same conversation as the service's turns ({role, content}), tool calls written out as
     `name(arguments)` the way `gatekeeper append` does, empty turns left out."""
@@ -108,10 +115,7 @@ def tau_turns(index: int) -> list[dict]:
     for t in tau_conversation(index):
         text = t.get("content") or ""
         if not text and t.get("tool_calls"):
-            text = "\n".join(
-                f"{c.get('name') or ''}({c['arguments'] if isinstance(c.get('arguments'), str) else json.dumps(c.get('arguments'), separators=(',', ':'))})"
-                for c in t["tool_calls"]
-            )
+            text = "\n".join(f"{c.get('name') or ''}({_arguments(c)})" for c in t["tool_calls"])
         if text.strip():
             turns.append({"role": t["role"], "content": text})
     return turns

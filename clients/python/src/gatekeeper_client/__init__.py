@@ -9,8 +9,8 @@ Integrations: ``gatekeeper_client.langchain`` (extra ``[langchain]``) and
 ``gatekeeper_client.openai_agents`` (extra ``[openai-agents]``).
 """
 
-from ._client import AsyncGatekeeper, Gatekeeper
 from . import models
+from ._client import AsyncGatekeeper, Gatekeeper
 from .errors import GatekeeperError, ProblemError, RejectedError, UnexpectedResponse
 
 __all__ = [

@@ -1,8 +1,9 @@
 """``Gatekeeper`` (blocking) and ``AsyncGatekeeper`` (awaitable): the same methods, one per
 endpoint. Both carry each conversation's commit position from its writes to its reads
-(read-your-writes when the service reads from replicas), and retry ``503``/``429`` answers with exponential backoff, honouring ``Retry-After``;
-every POST carries one ``Idempotency-Key`` (the caller's, or a fresh one) that all its retries reuse,
-so a retried append or proposal is applied once."""
+(read-your-writes when the service reads from replicas), and retry ``503``/``429`` answers with
+exponential backoff, honouring ``Retry-After``; every POST carries one ``Idempotency-Key`` (the
+caller's, or a fresh one) that all its retries reuse, so a retried append or proposal is applied
+once."""
 
 from __future__ import annotations
 
@@ -37,7 +38,9 @@ class _Settings:
         backoff: float,
     ):
         if not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"{base_url!r} is not a base URL (expected e.g. http://127.0.0.1:8080)")
+            raise ValueError(
+                f"{base_url!r} is not a base URL (expected e.g. http://127.0.0.1:8080)"
+            )
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.timeout = timeout

@@ -68,7 +68,11 @@ class Positions:
     def header_for(self, call: Call) -> dict[str, str]:
         if call.kwargs["method"] != "get":
             return {}
-        seen = self._newest if call.conversation is None else self._by_conversation.get(call.conversation)
+        seen = (
+            self._newest
+            if call.conversation is None
+            else self._by_conversation.get(call.conversation)
+        )
         return {"Gatekeeper-Min-Position": seen[1]} if seen else {}
 
     def saw(self, call: Call, response: httpx.Response) -> None:
@@ -233,4 +237,3 @@ def result(call: Call, response: httpx.Response) -> Any:
         if parsed is not None:
             return parsed
     raise error_for(response.status_code, body, text)
-

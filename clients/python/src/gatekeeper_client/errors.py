@@ -29,7 +29,7 @@ class ProblemError(GatekeeperError):
 
 
 class RejectedError(ProblemError):
-    """A proposal the service rejected (``422 proposal-rejected``); ``verdict`` is the whole verdict."""
+    """A proposal the service rejected (``422 proposal-rejected``), with the whole ``verdict``."""
 
     def __init__(self, status: int, problem: dict[str, Any]):
         super().__init__(status, problem)

@@ -21,6 +21,13 @@ The modules behind it: ``_messages`` (messages ↔ turns, rendering a working co
 ``_middleware`` (the hooks) and ``_tools``.
 """
 
+try:
+    import langchain  # noqa: F401
+except ImportError as e:  # pragma: no cover - depends on what is installed
+    raise ImportError(
+        "this integration needs the [langchain] extra: pip install 'gatekeeper-client[langchain]'"
+    ) from e
+
 from ._compaction import DEFAULT_SUMMARY_PROMPT
 from ._messages import context_messages, message_role, message_text
 from ._middleware import GatekeeperSummarizationMiddleware

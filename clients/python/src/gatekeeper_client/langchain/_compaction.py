@@ -72,10 +72,10 @@ def plan_compaction(
     worth a summary because a turn does not fit (its next one, a large tool result say, or
     ``from`` itself), so waiting cannot lengthen it; it names the budget that takes that turn in,
     and one plan is asked at that budget if it is at most ``max_budget``. A range reaching into
-    the kept messages calls for a smaller budget, which plans a shorter range. The range is never cut short instead: the plan's anchors
-    are those of its own range (a word is a turn's own only if no other turn of the range holds
-    it), so a shorter range would be checked against anchors the plan did not list. No such
-    budget: wait for more turns.
+    the kept messages calls for a smaller budget, which plans a shorter range. The range is never
+    cut short instead: the plan's anchors are those of its own range (a word is a turn's own only
+    if no other turn of the range holds it), so a shorter range would be checked against anchors
+    the plan did not list. No such budget: wait for more turns.
     """
     # Budgets at or below `lo` plan too small a range; at or above `hi`, one too long.
     lo, hi, raised = 0, max_budget + 1, False

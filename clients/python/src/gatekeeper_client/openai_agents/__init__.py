@@ -53,6 +53,14 @@ pop/clear, compaction).
 
 # The labels and the decoded turn are importable from here too (tests read the raw log with them),
 # as explicit re-exports outside ``__all__``.
+try:
+    import agents  # noqa: F401
+except ImportError as e:  # pragma: no cover - depends on what is installed
+    raise ImportError(
+        "this integration needs the [openai-agents] extra: "
+        "pip install 'gatekeeper-client[openai-agents]'"
+    ) from e
+
 from ._encoding import EXT as EXT
 from ._encoding import EXT_CLEARED as EXT_CLEARED
 from ._encoding import EXT_JSON as EXT_JSON

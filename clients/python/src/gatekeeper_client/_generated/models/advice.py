@@ -1,6 +1,6 @@
-from enum import StrEnum
+from enum import Enum
 
-class Advice(StrEnum):
+class Advice(str, Enum):
     COMPACT = "compact"
     RAISE_BUDGET = "raise_budget"
     WAIT = "wait"

@@ -1,6 +1,6 @@
-from enum import StrEnum
+from enum import Enum
 
-class AdviceReason(StrEnum):
+class AdviceReason(str, Enum):
     FIRST_TURN_OVER_BUDGET = "first_turn_over_budget"
     FITS = "fits"
     NEXT_TURN_OVER_BUDGET = "next_turn_over_budget"

@@ -1,6 +1,6 @@
-from enum import StrEnum
+from enum import Enum
 
-class AnchorOrigin(StrEnum):
+class AnchorOrigin(str, Enum):
     DERIVED = "derived"
     GIVEN = "given"
 

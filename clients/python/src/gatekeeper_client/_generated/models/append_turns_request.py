@@ -41,7 +41,7 @@ class AppendTurnsRequest:
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.append_turn import AppendTurn # noqa: PLC0415
+        from ..models.append_turn import AppendTurn
         turns = []
         for turns_item_data in self.turns:
             turns_item = turns_item_data.to_dict()
@@ -62,7 +62,7 @@ class AppendTurnsRequest:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.append_turn import AppendTurn # noqa: PLC0415
+        from ..models.append_turn import AppendTurn
         d = dict(src_dict)
         turns = []
         _turns = d.pop("turns")

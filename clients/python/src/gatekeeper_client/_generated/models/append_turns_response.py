@@ -49,7 +49,7 @@ class AppendTurnsResponse:
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.appended_turn import AppendedTurn # noqa: PLC0415
+        from ..models.appended_turn import AppendedTurn
         appended = self.appended
 
         conversation = self.conversation
@@ -82,7 +82,7 @@ class AppendTurnsResponse:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.appended_turn import AppendedTurn # noqa: PLC0415
+        from ..models.appended_turn import AppendedTurn
         d = dict(src_dict)
         appended = d.pop("appended")
 

@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 from ..models.outcome import Outcome
+from dateutil.parser import isoparse
 from typing import cast
 import datetime
 
@@ -130,7 +131,7 @@ class CheckpointItem:
             covered.append(componentsschemas_id_ranges_item)
 
 
-        created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
+        created_at = isoparse(d.pop("created_at"))
 
 
 

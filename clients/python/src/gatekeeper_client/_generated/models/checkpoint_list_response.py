@@ -41,7 +41,7 @@ class CheckpointListResponse:
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.checkpoint_item import CheckpointItem # noqa: PLC0415
+        from ..models.checkpoint_item import CheckpointItem
         checkpoints = []
         for checkpoints_item_data in self.checkpoints:
             checkpoints_item = checkpoints_item_data.to_dict()
@@ -73,7 +73,7 @@ class CheckpointListResponse:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.checkpoint_item import CheckpointItem # noqa: PLC0415
+        from ..models.checkpoint_item import CheckpointItem
         d = dict(src_dict)
         checkpoints = []
         _checkpoints = d.pop("checkpoints")

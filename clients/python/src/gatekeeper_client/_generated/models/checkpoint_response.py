@@ -14,6 +14,7 @@ from ..models.outcome import Outcome
 from ..models.rejection import Rejection
 from ..models.truncation_signal import TruncationSignal
 from ..types import UNSET, Unset
+from dateutil.parser import isoparse
 from typing import cast
 import datetime
 
@@ -87,7 +88,7 @@ class CheckpointResponse:
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.turn_detail import TurnDetail # noqa: PLC0415
+        from ..models.turn_detail import TurnDetail
         contradictions = []
         for componentsschemas_id_ranges_item_data in self.contradictions:
             componentsschemas_id_ranges_item = componentsschemas_id_ranges_item_data
@@ -219,7 +220,7 @@ class CheckpointResponse:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.turn_detail import TurnDetail # noqa: PLC0415
+        from ..models.turn_detail import TurnDetail
         d = dict(src_dict)
         contradictions = []
         _contradictions = d.pop("contradictions")
@@ -308,7 +309,7 @@ class CheckpointResponse:
 
         conversation = d.pop("conversation")
 
-        created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
+        created_at = isoparse(d.pop("created_at"))
 
 
 

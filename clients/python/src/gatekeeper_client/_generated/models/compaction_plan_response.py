@@ -79,7 +79,7 @@ class CompactionPlanResponse:
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.planned_turn import PlannedTurn # noqa: PLC0415
+        from ..models.planned_turn import PlannedTurn
         advice = self.advice.value
 
         advice_reason = self.advice_reason.value
@@ -143,7 +143,7 @@ class CompactionPlanResponse:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.planned_turn import PlannedTurn # noqa: PLC0415
+        from ..models.planned_turn import PlannedTurn
         d = dict(src_dict)
         advice = Advice(d.pop("advice"))
 

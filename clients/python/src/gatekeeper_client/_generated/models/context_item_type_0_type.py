@@ -1,6 +1,6 @@
-from enum import StrEnum
+from enum import Enum
 
-class ContextItemType0Type(StrEnum):
+class ContextItemType0Type(str, Enum):
     SUMMARY = "summary"
 
     def __str__(self) -> str:

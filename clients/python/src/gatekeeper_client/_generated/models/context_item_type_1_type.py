@@ -1,6 +1,6 @@
-from enum import StrEnum
+from enum import Enum
 
-class ContextItemType1Type(StrEnum):
+class ContextItemType1Type(str, Enum):
     TURN = "turn"
 
     def __str__(self) -> str:

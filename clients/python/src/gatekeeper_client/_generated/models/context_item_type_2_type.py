@@ -1,6 +1,6 @@
-from enum import StrEnum
+from enum import Enum
 
-class ContextItemType2Type(StrEnum):
+class ContextItemType2Type(str, Enum):
     STUB = "stub"
 
     def __str__(self) -> str:

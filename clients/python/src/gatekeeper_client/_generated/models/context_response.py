@@ -60,9 +60,9 @@ class ContextResponse:
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.context_item_type_0 import ContextItemType0 # noqa: PLC0415
-        from ..models.context_item_type_1 import ContextItemType1 # noqa: PLC0415
-        from ..models.context_item_type_2 import ContextItemType2 # noqa: PLC0415
+        from ..models.context_item_type_0 import ContextItemType0
+        from ..models.context_item_type_1 import ContextItemType1
+        from ..models.context_item_type_2 import ContextItemType2
         conversation = self.conversation
 
         items = []
@@ -120,9 +120,9 @@ class ContextResponse:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.context_item_type_0 import ContextItemType0 # noqa: PLC0415
-        from ..models.context_item_type_1 import ContextItemType1 # noqa: PLC0415
-        from ..models.context_item_type_2 import ContextItemType2 # noqa: PLC0415
+        from ..models.context_item_type_0 import ContextItemType0
+        from ..models.context_item_type_1 import ContextItemType1
+        from ..models.context_item_type_2 import ContextItemType2
         d = dict(src_dict)
         conversation = d.pop("conversation")
 

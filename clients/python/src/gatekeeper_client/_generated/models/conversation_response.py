@@ -49,7 +49,7 @@ class ConversationResponse:
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.checkpoint_ref import CheckpointRef # noqa: PLC0415
+        from ..models.checkpoint_ref import CheckpointRef
         checkpoints = self.checkpoints
 
         conversation = self.conversation
@@ -84,7 +84,7 @@ class ConversationResponse:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.checkpoint_ref import CheckpointRef # noqa: PLC0415
+        from ..models.checkpoint_ref import CheckpointRef
         d = dict(src_dict)
         checkpoints = d.pop("checkpoints")
 

@@ -1,6 +1,6 @@
-from enum import StrEnum
+from enum import Enum
 
-class CoveragePath(StrEnum):
+class CoveragePath(str, Enum):
     ANCHORS = "anchors"
     REPORTED = "reported"
 

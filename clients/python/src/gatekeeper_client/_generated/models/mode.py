@@ -1,6 +1,6 @@
-from enum import StrEnum
+from enum import Enum
 
-class Mode(StrEnum):
+class Mode(str, Enum):
     NARROW = "narrow"
     STRICT = "strict"
 

@@ -1,6 +1,6 @@
-from enum import StrEnum
+from enum import Enum
 
-class Outcome(StrEnum):
+class Outcome(str, Enum):
     ACCEPTED = "accepted"
     NARROWED = "narrowed"
     PARTIAL = "partial"

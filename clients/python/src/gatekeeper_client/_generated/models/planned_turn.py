@@ -51,7 +51,7 @@ class PlannedTurn:
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.anchor_evidence import AnchorEvidence # noqa: PLC0415
+        from ..models.anchor_evidence import AnchorEvidence
         anchor_origin = self.anchor_origin.value
 
         anchors = self.anchors
@@ -96,7 +96,7 @@ class PlannedTurn:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.anchor_evidence import AnchorEvidence # noqa: PLC0415
+        from ..models.anchor_evidence import AnchorEvidence
         d = dict(src_dict)
         anchor_origin = AnchorOrigin(d.pop("anchor_origin"))
 

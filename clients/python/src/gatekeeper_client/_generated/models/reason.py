@@ -1,6 +1,6 @@
-from enum import StrEnum
+from enum import Enum
 
-class Reason(StrEnum):
+class Reason(str, Enum):
     ANCHOR_MISSING = "anchor_missing"
     BEYOND_LAST_ANCHOR = "beyond_last_anchor"
     NOT_REPORTED = "not_reported"

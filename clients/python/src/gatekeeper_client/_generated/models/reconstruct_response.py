@@ -57,7 +57,7 @@ class ReconstructResponse:
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.evidence import Evidence # noqa: PLC0415
+        from ..models.evidence import Evidence
         evidence = []
         for evidence_item_data in self.evidence:
             evidence_item = evidence_item_data.to_dict()
@@ -108,7 +108,7 @@ class ReconstructResponse:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.evidence import Evidence # noqa: PLC0415
+        from ..models.evidence import Evidence
         d = dict(src_dict)
         evidence = []
         _evidence = d.pop("evidence")

@@ -1,6 +1,6 @@
-from enum import StrEnum
+from enum import Enum
 
-class Rejection(StrEnum):
+class Rejection(str, Enum):
     NOTHING_COVERED = "nothing_covered"
     STRICT_MODE = "strict_mode"
 

@@ -1,6 +1,6 @@
-from enum import StrEnum
+from enum import Enum
 
-class Role(StrEnum):
+class Role(str, Enum):
     ASSISTANT = "assistant"
     SYSTEM = "system"
     TOOL = "tool"

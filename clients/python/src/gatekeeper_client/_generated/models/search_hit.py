@@ -58,7 +58,7 @@ class SearchHit:
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.search_snippet import SearchSnippet # noqa: PLC0415
+        from ..models.search_snippet import SearchSnippet
         conversation = self.conversation
 
         recall = self.recall
@@ -108,7 +108,7 @@ class SearchHit:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.search_snippet import SearchSnippet # noqa: PLC0415
+        from ..models.search_snippet import SearchSnippet
         d = dict(src_dict)
         conversation = d.pop("conversation")
 

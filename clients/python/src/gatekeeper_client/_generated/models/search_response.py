@@ -56,8 +56,8 @@ class SearchResponse:
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.search_hit import SearchHit # noqa: PLC0415
-        from ..models.search_term import SearchTerm # noqa: PLC0415
+        from ..models.search_hit import SearchHit
+        from ..models.search_term import SearchTerm
         complete = self.complete
 
         hits = []
@@ -97,8 +97,8 @@ class SearchResponse:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.search_hit import SearchHit # noqa: PLC0415
-        from ..models.search_term import SearchTerm # noqa: PLC0415
+        from ..models.search_hit import SearchHit
+        from ..models.search_term import SearchTerm
         d = dict(src_dict)
         complete = d.pop("complete")
 

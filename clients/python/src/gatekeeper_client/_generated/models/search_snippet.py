@@ -42,7 +42,7 @@ class SearchSnippet:
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.search_match import SearchMatch # noqa: PLC0415
+        from ..models.search_match import SearchMatch
         matches = []
         for matches_item_data in self.matches:
             matches_item = matches_item_data.to_dict()
@@ -69,7 +69,7 @@ class SearchSnippet:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.search_match import SearchMatch # noqa: PLC0415
+        from ..models.search_match import SearchMatch
         d = dict(src_dict)
         matches = []
         _matches = d.pop("matches")

@@ -1,6 +1,6 @@
-from enum import StrEnum
+from enum import Enum
 
-class Source(StrEnum):
+class Source(str, Enum):
     LIVE = "live"
     RAW_LOG = "raw_log"
     SUMMARY = "summary"

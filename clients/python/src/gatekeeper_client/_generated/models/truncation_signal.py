@@ -1,6 +1,6 @@
-from enum import StrEnum
+from enum import Enum
 
-class TruncationSignal(StrEnum):
+class TruncationSignal(str, Enum):
     AT_BUDGET = "at_budget"
     END_MARKER_MISSING = "end_marker_missing"
     FINISH_REASON_LENGTH = "finish_reason_length"

@@ -50,7 +50,7 @@ class TurnDetail:
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.anchor_evidence import AnchorEvidence # noqa: PLC0415
+        from ..models.anchor_evidence import AnchorEvidence
         id = self.id
 
         missing_anchors = self.missing_anchors
@@ -88,7 +88,7 @@ class TurnDetail:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.anchor_evidence import AnchorEvidence # noqa: PLC0415
+        from ..models.anchor_evidence import AnchorEvidence
         d = dict(src_dict)
         id = d.pop("id")
 

@@ -11,6 +11,7 @@ from ..types import UNSET, Unset
 from ..models.anchor_origin import AnchorOrigin
 from ..models.role import Role
 from ..types import UNSET, Unset
+from dateutil.parser import isoparse
 from typing import cast
 import datetime
 
@@ -111,7 +112,7 @@ class TurnResponse:
 
         content = d.pop("content")
 
-        created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
+        created_at = isoparse(d.pop("created_at"))
 
 
 

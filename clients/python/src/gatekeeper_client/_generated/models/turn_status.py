@@ -1,6 +1,6 @@
-from enum import StrEnum
+from enum import Enum
 
-class TurnStatus(StrEnum):
+class TurnStatus(str, Enum):
     NOT_COMPACTED = "not_compacted"
     UNCOVERED = "uncovered"
 

@@ -79,7 +79,7 @@ class Verdict:
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.turn_detail import TurnDetail # noqa: PLC0415
+        from ..models.turn_detail import TurnDetail
         contradictions = []
         for componentsschemas_id_ranges_item_data in self.contradictions:
             componentsschemas_id_ranges_item = componentsschemas_id_ranges_item_data
@@ -199,7 +199,7 @@ class Verdict:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.turn_detail import TurnDetail # noqa: PLC0415
+        from ..models.turn_detail import TurnDetail
         d = dict(src_dict)
         contradictions = []
         _contradictions = d.pop("contradictions")

@@ -92,7 +92,7 @@ class VerdictResponse:
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.turn_detail import TurnDetail # noqa: PLC0415
+        from ..models.turn_detail import TurnDetail
         contradictions = []
         for componentsschemas_id_ranges_item_data in self.contradictions:
             componentsschemas_id_ranges_item = componentsschemas_id_ranges_item_data
@@ -226,7 +226,7 @@ class VerdictResponse:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.turn_detail import TurnDetail # noqa: PLC0415
+        from ..models.turn_detail import TurnDetail
         d = dict(src_dict)
         contradictions = []
         _contradictions = d.pop("contradictions")
