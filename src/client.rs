@@ -389,7 +389,10 @@ mod tests {
             of("http://h:1/v1/conversations/c%2F1/reconstruct/3").as_deref(),
             Some("c%2F1")
         );
-        assert_eq!(of("http://h:1/base/v1/conversations/c").as_deref(), Some("c"));
+        assert_eq!(
+            of("http://h:1/base/v1/conversations/c").as_deref(),
+            Some("c")
+        );
         assert_eq!(of("http://h:1/v1/search?q=x"), None);
         assert_eq!(of("http://h:1/v1/conversations"), None);
     }
