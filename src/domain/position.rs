@@ -1,5 +1,6 @@
 //! A commit position: the primary's WAL position (LSN) after a write, written `X/Y` in hex as
-//! Postgres writes it. A read that carries one is answered only from a state at least that new.
+//! Postgres writes it (one hex number is read too). A read that carries one is answered only
+//! from a state at least that new.
 
 use super::Invalid;
 use std::fmt;
@@ -15,19 +16,26 @@ impl FromStr for Position {
         let invalid = || {
             Invalid::new(
                 "Gatekeeper-Min-Position",
-                format!("{s:?} is not a position (expected X/Y in hex, as Gatekeeper-Position)"),
+                format!(
+                    "{s:?} is not a position (expected X/Y in hex as in Gatekeeper-Position, or one hex number)"
+                ),
             )
         };
-        let (high, low) = s.split_once('/').ok_or_else(invalid)?;
-        let part = |p: &str| {
-            (!p.is_empty() && p.len() <= 8 && p.bytes().all(|b| b.is_ascii_hexdigit()))
-                .then(|| u32::from_str_radix(p, 16).ok())
-                .flatten()
+        // A value wider than its part saturates: a position past every real one is answered
+        // by the primary, which is never behind, so it is still read-your-writes.
+        let hex = |p: &str| {
+            (!p.is_empty() && p.bytes().all(|b| b.is_ascii_hexdigit()))
+                .then(|| u64::from_str_radix(p, 16).unwrap_or(u64::MAX))
                 .ok_or_else(invalid)
         };
-        Ok(Position(
-            u64::from(part(high)?) << 32 | u64::from(part(low)?),
-        ))
+        let value = match s.split_once('/') {
+            Some((high, low)) => match (hex(high)?, hex(low)?) {
+                (high, low) if high >> 32 == 0 && low >> 32 == 0 => high << 32 | low,
+                _ => u64::MAX,
+            },
+            None => hex(s)?,
+        };
+        Ok(Position(value))
     }
 }
 
@@ -55,22 +63,33 @@ mod tests {
             assert_eq!(p.to_string(), text);
         }
         assert!("0/1".parse::<Position>().unwrap() < "1/0".parse().unwrap());
+        assert_eq!("000000001/00".parse::<Position>(), Ok(Position(1 << 32)));
+    }
+
+    #[test]
+    fn a_position_past_every_real_one_saturates() {
+        for wide in [
+            "100000000/0",
+            "0/100000000",
+            "1FFFFFFFFFFFFFFFF",
+            "A1B1df37cEF8716d50",
+        ] {
+            assert_eq!(wide.parse::<Position>(), Ok(Position(u64::MAX)), "{wide}");
+        }
+    }
+
+    #[test]
+    fn one_hex_number_is_the_same_position() {
+        assert_eq!("0".parse::<Position>(), Ok(Position(0)));
+        assert_eq!(
+            "16B374D848".parse::<Position>(),
+            Ok(Position(0x16_B374_D848))
+        );
     }
 
     #[test]
     fn anything_else_is_refused_naming_the_header() {
-        for bad in [
-            "",
-            "0",
-            "/0",
-            "0/",
-            "0/g",
-            "100000000/0",
-            "0/0/0",
-            " 0/0",
-            "-1/0",
-            "+1/0",
-        ] {
+        for bad in ["", "/0", "0/", "0/g", "0/0/0", " 0/0", "-1/0", "+1/0", "g"] {
             let e = bad.parse::<Position>().unwrap_err();
             assert_eq!(e.field, "Gatekeeper-Min-Position", "{bad:?}");
         }

@@ -80,10 +80,13 @@ pub struct NotFound(ProblemDoc);
 pub struct MinPosition {
     /// The `Gatekeeper-Position` of a write this read must see: with read replicas, it is
     /// answered only from a state at least that new (a replica that has replayed it, or the
-    /// primary). Without replicas every read sees every write.
+    /// primary). Written `X/Y` in hex as Postgres writes an LSN, or as one hex number (one past
+    /// every real position is answered by the primary). Without
+    /// replicas every read sees every write.
     #[serde(rename = "Gatekeeper-Min-Position")]
     #[param(
-        pattern = r"^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$",
+        nullable = false,
+        pattern = r"^[0-9A-Fa-f]+(/[0-9A-Fa-f]+)?$",
         example = "0/16B3D48"
     )]
     pub gatekeeper_min_position: Option<String>,

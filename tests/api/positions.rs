@@ -21,7 +21,7 @@ async fn a_malformed_min_position_is_a_400_naming_the_header_and_a_good_one_is_a
     let turns = json!([turn("user", "Rebook ZFA04Y for the honeymoon.", 20, &[])]);
     expect(app.append("c", turns).await, StatusCode::CREATED).await;
     let url = app.url("/v1/conversations/c/reconstruct/0");
-    for bad in ["zz", "0", "0/", "1/2/3", "100000000/0", "-1/0"] {
+    for bad in ["zz", "0/", "1/2/3", "0/x", "-1/0"] {
         let answer = app
             .client
             .get(&url)

@@ -20,7 +20,7 @@ def _get_kwargs(
     *,
     limit: int | Unset = UNSET,
     cursor: int | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
@@ -117,7 +117,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
     cursor: int | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Response[CheckpointListResponse | Problem]:
     """ List checkpoints, newest first, a page at a time
@@ -126,7 +126,7 @@ def sync_detailed(
         conversation (str):
         limit (int | Unset):
         cursor (int | Unset):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -157,7 +157,7 @@ def sync(
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
     cursor: int | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> CheckpointListResponse | Problem | None:
     """ List checkpoints, newest first, a page at a time
@@ -166,7 +166,7 @@ def sync(
         conversation (str):
         limit (int | Unset):
         cursor (int | Unset):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -192,7 +192,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
     cursor: int | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Response[CheckpointListResponse | Problem]:
     """ List checkpoints, newest first, a page at a time
@@ -201,7 +201,7 @@ async def asyncio_detailed(
         conversation (str):
         limit (int | Unset):
         cursor (int | Unset):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -232,7 +232,7 @@ async def asyncio(
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
     cursor: int | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> CheckpointListResponse | Problem | None:
     """ List checkpoints, newest first, a page at a time
@@ -241,7 +241,7 @@ async def asyncio(
         conversation (str):
         limit (int | Unset):
         cursor (int | Unset):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

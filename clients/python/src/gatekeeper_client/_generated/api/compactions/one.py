@@ -19,7 +19,7 @@ def _get_kwargs(
     conversation: str,
     checkpoint_id: int,
     *,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
@@ -106,7 +106,7 @@ def sync_detailed(
     checkpoint_id: int,
     *,
     client: AuthenticatedClient,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Response[CheckpointResponse | Problem]:
     """ One checkpoint with its summary and verdict
@@ -114,7 +114,7 @@ def sync_detailed(
     Args:
         conversation (str):
         checkpoint_id (int):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -143,7 +143,7 @@ def sync(
     checkpoint_id: int,
     *,
     client: AuthenticatedClient,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> CheckpointResponse | Problem | None:
     """ One checkpoint with its summary and verdict
@@ -151,7 +151,7 @@ def sync(
     Args:
         conversation (str):
         checkpoint_id (int):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -175,7 +175,7 @@ async def asyncio_detailed(
     checkpoint_id: int,
     *,
     client: AuthenticatedClient,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Response[CheckpointResponse | Problem]:
     """ One checkpoint with its summary and verdict
@@ -183,7 +183,7 @@ async def asyncio_detailed(
     Args:
         conversation (str):
         checkpoint_id (int):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -212,7 +212,7 @@ async def asyncio(
     checkpoint_id: int,
     *,
     client: AuthenticatedClient,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> CheckpointResponse | Problem | None:
     """ One checkpoint with its summary and verdict
@@ -220,7 +220,7 @@ async def asyncio(
     Args:
         conversation (str):
         checkpoint_id (int):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

@@ -20,7 +20,7 @@ def _get_kwargs(
     *,
     summary_budget: int,
     from_: int | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
@@ -117,7 +117,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     summary_budget: int,
     from_: int | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Response[CompactionPlanResponse | Problem]:
     """ The largest range a summary budget can cover
@@ -126,7 +126,7 @@ def sync_detailed(
         conversation (str):
         summary_budget (int):
         from_ (int | Unset):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -157,7 +157,7 @@ def sync(
     client: AuthenticatedClient,
     summary_budget: int,
     from_: int | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> CompactionPlanResponse | Problem | None:
     """ The largest range a summary budget can cover
@@ -166,7 +166,7 @@ def sync(
         conversation (str):
         summary_budget (int):
         from_ (int | Unset):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -192,7 +192,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     summary_budget: int,
     from_: int | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Response[CompactionPlanResponse | Problem]:
     """ The largest range a summary budget can cover
@@ -201,7 +201,7 @@ async def asyncio_detailed(
         conversation (str):
         summary_budget (int):
         from_ (int | Unset):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -232,7 +232,7 @@ async def asyncio(
     client: AuthenticatedClient,
     summary_budget: int,
     from_: int | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> CompactionPlanResponse | Problem | None:
     """ The largest range a summary budget can cover
@@ -241,7 +241,7 @@ async def asyncio(
         conversation (str):
         summary_budget (int):
         from_ (int | Unset):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

@@ -19,7 +19,7 @@ def _get_kwargs(
     conversation: str,
     *,
     max_tokens: int | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
@@ -113,7 +113,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     max_tokens: int | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Response[ContextResponse | Problem]:
     """ The working context to feed a model
@@ -128,7 +128,7 @@ def sync_detailed(
     Args:
         conversation (str):
         max_tokens (int | Unset):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -157,7 +157,7 @@ def sync(
     *,
     client: AuthenticatedClient,
     max_tokens: int | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> ContextResponse | Problem | None:
     """ The working context to feed a model
@@ -172,7 +172,7 @@ def sync(
     Args:
         conversation (str):
         max_tokens (int | Unset):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -196,7 +196,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     max_tokens: int | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Response[ContextResponse | Problem]:
     """ The working context to feed a model
@@ -211,7 +211,7 @@ async def asyncio_detailed(
     Args:
         conversation (str):
         max_tokens (int | Unset):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -240,7 +240,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     max_tokens: int | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> ContextResponse | Problem | None:
     """ The working context to feed a model
@@ -255,7 +255,7 @@ async def asyncio(
     Args:
         conversation (str):
         max_tokens (int | Unset):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

@@ -19,7 +19,7 @@ def _get_kwargs(
     conversation: str,
     turn: int,
     *,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
@@ -106,7 +106,7 @@ def sync_detailed(
     turn: int,
     *,
     client: AuthenticatedClient,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Response[Problem | ReconstructResponse]:
     """ Get a turn back, never a false negative
@@ -121,7 +121,7 @@ def sync_detailed(
     Args:
         conversation (str):
         turn (int):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -150,7 +150,7 @@ def sync(
     turn: int,
     *,
     client: AuthenticatedClient,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Problem | ReconstructResponse | None:
     """ Get a turn back, never a false negative
@@ -165,7 +165,7 @@ def sync(
     Args:
         conversation (str):
         turn (int):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -189,7 +189,7 @@ async def asyncio_detailed(
     turn: int,
     *,
     client: AuthenticatedClient,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Response[Problem | ReconstructResponse]:
     """ Get a turn back, never a false negative
@@ -204,7 +204,7 @@ async def asyncio_detailed(
     Args:
         conversation (str):
         turn (int):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -233,7 +233,7 @@ async def asyncio(
     turn: int,
     *,
     client: AuthenticatedClient,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Problem | ReconstructResponse | None:
     """ Get a turn back, never a false negative
@@ -248,7 +248,7 @@ async def asyncio(
     Args:
         conversation (str):
         turn (int):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

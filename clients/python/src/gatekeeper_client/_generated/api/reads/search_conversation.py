@@ -20,7 +20,7 @@ def _get_kwargs(
     *,
     q: str,
     limit: int | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
@@ -117,7 +117,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     q: str,
     limit: int | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Response[Problem | SearchResponse]:
     """ Search a conversation's raw log
@@ -135,7 +135,7 @@ def sync_detailed(
         conversation (str):
         q (str):
         limit (int | Unset):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -166,7 +166,7 @@ def sync(
     client: AuthenticatedClient,
     q: str,
     limit: int | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Problem | SearchResponse | None:
     """ Search a conversation's raw log
@@ -184,7 +184,7 @@ def sync(
         conversation (str):
         q (str):
         limit (int | Unset):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -210,7 +210,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     q: str,
     limit: int | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Response[Problem | SearchResponse]:
     """ Search a conversation's raw log
@@ -228,7 +228,7 @@ async def asyncio_detailed(
         conversation (str):
         q (str):
         limit (int | Unset):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -259,7 +259,7 @@ async def asyncio(
     client: AuthenticatedClient,
     q: str,
     limit: int | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Problem | SearchResponse | None:
     """ Search a conversation's raw log
@@ -277,7 +277,7 @@ async def asyncio(
         conversation (str):
         q (str):
         limit (int | Unset):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

@@ -20,7 +20,7 @@ def _get_kwargs(
     q: str,
     limit: int | Unset = UNSET,
     conversation_prefix: str | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
@@ -112,7 +112,7 @@ def sync_detailed(
     q: str,
     limit: int | Unset = UNSET,
     conversation_prefix: str | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Response[Problem | SearchResponse]:
     """ Search every conversation of the tenant
@@ -130,7 +130,7 @@ def sync_detailed(
         q (str):
         limit (int | Unset):
         conversation_prefix (str | Unset):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -161,7 +161,7 @@ def sync(
     q: str,
     limit: int | Unset = UNSET,
     conversation_prefix: str | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Problem | SearchResponse | None:
     """ Search every conversation of the tenant
@@ -179,7 +179,7 @@ def sync(
         q (str):
         limit (int | Unset):
         conversation_prefix (str | Unset):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -205,7 +205,7 @@ async def asyncio_detailed(
     q: str,
     limit: int | Unset = UNSET,
     conversation_prefix: str | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Response[Problem | SearchResponse]:
     """ Search every conversation of the tenant
@@ -223,7 +223,7 @@ async def asyncio_detailed(
         q (str):
         limit (int | Unset):
         conversation_prefix (str | Unset):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -254,7 +254,7 @@ async def asyncio(
     q: str,
     limit: int | Unset = UNSET,
     conversation_prefix: str | Unset = UNSET,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Problem | SearchResponse | None:
     """ Search every conversation of the tenant
@@ -272,7 +272,7 @@ async def asyncio(
         q (str):
         limit (int | Unset):
         conversation_prefix (str | Unset):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

@@ -18,7 +18,7 @@ from typing import cast
 def _get_kwargs(
     conversation: str,
     *,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
@@ -104,14 +104,14 @@ def sync_detailed(
     conversation: str,
     *,
     client: AuthenticatedClient,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Response[ConversationResponse | Problem]:
     """ A conversation's log and latest checkpoint
 
     Args:
         conversation (str):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -138,14 +138,14 @@ def sync(
     conversation: str,
     *,
     client: AuthenticatedClient,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> ConversationResponse | Problem | None:
     """ A conversation's log and latest checkpoint
 
     Args:
         conversation (str):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -167,14 +167,14 @@ async def asyncio_detailed(
     conversation: str,
     *,
     client: AuthenticatedClient,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Response[ConversationResponse | Problem]:
     """ A conversation's log and latest checkpoint
 
     Args:
         conversation (str):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -201,14 +201,14 @@ async def asyncio(
     conversation: str,
     *,
     client: AuthenticatedClient,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> ConversationResponse | Problem | None:
     """ A conversation's log and latest checkpoint
 
     Args:
         conversation (str):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

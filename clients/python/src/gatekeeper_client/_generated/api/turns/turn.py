@@ -19,7 +19,7 @@ def _get_kwargs(
     conversation: str,
     id: int,
     *,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
@@ -106,7 +106,7 @@ def sync_detailed(
     id: int,
     *,
     client: AuthenticatedClient,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Response[Problem | TurnResponse]:
     """ Read a stored turn
@@ -114,7 +114,7 @@ def sync_detailed(
     Args:
         conversation (str):
         id (int):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -143,7 +143,7 @@ def sync(
     id: int,
     *,
     client: AuthenticatedClient,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Problem | TurnResponse | None:
     """ Read a stored turn
@@ -151,7 +151,7 @@ def sync(
     Args:
         conversation (str):
         id (int):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -175,7 +175,7 @@ async def asyncio_detailed(
     id: int,
     *,
     client: AuthenticatedClient,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Response[Problem | TurnResponse]:
     """ Read a stored turn
@@ -183,7 +183,7 @@ async def asyncio_detailed(
     Args:
         conversation (str):
         id (int):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -212,7 +212,7 @@ async def asyncio(
     id: int,
     *,
     client: AuthenticatedClient,
-    gatekeeper_min_position: None | str | Unset = UNSET,
+    gatekeeper_min_position: str | Unset = UNSET,
 
 ) -> Problem | TurnResponse | None:
     """ Read a stored turn
@@ -220,7 +220,7 @@ async def asyncio(
     Args:
         conversation (str):
         id (int):
-        gatekeeper_min_position (None | str | Unset):
+        gatekeeper_min_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
