@@ -20,7 +20,10 @@
 # (200,000 reconstruct paths at scale 1), LOAD_TEMPLATE (a template.json from an earlier run's
 # kept folder: the same turns and anchors for every binary compared, since the anchors a binary
 # derives become the seed's client anchors and so the summaries' length),
-# PGHOST/PGPORT/PGUSER (127.0.0.1/5432/postgres), LOAD_DB (gk_bench).
+# LOAD_REPLICA (1: measure reconstruct through a second process reading from a streaming
+# replica made with pg_basebackup -R; needs root for runuser postgres; 0 skips it),
+# LOAD_PG_PARTITIONS (GATEKEEPER_PG_PARTITIONS for the service: hash partitions of the big
+# tables; unset: none), PGHOST/PGPORT/PGUSER (127.0.0.1/5432/postgres), LOAD_DB (gk_bench).
 # Details: bench/README.md.
 
 set -euo pipefail
@@ -67,6 +70,8 @@ RESULTS=$STATE/results.tsv
 PATHS_FILE=$STATE/paths.txt
 SERVICE_PID=""
 APPENDER_PID=""
+REPLICA_DIR=""          # the streaming replica's cluster, while it runs
+REPLICA_SERVICE_PID=""
 DATABASES_TOUCHED=0
 KEY=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 
@@ -95,6 +100,7 @@ cleanup() {
   if [[ -n $APPENDER_PID ]] && kill -0 "$APPENDER_PID" 2>/dev/null; then
     kill "$APPENDER_PID"; wait "$APPENDER_PID" 2>/dev/null
   fi
+  stop_replica
   if [[ -n $SERVICE_PID ]] && kill -0 "$SERVICE_PID" 2>/dev/null; then
     kill -TERM "$SERVICE_PID"
     for _ in $(seq 60); do kill -0 "$SERVICE_PID" 2>/dev/null || break; sleep 0.5; done
@@ -177,7 +183,7 @@ start_service() {
   GATEKEEPER_LISTEN=127.0.0.1:$port \
   GATEKEEPER_API_KEYS="$TENANT:$KEY" \
   GATEKEEPER_LOG=warn \
-    "$BIN" serve >"$STATE/service.log" 2>&1 &
+    env ${LOAD_PG_PARTITIONS:+GATEKEEPER_PG_PARTITIONS=$LOAD_PG_PARTITIONS} "$BIN" serve >"$STATE/service.log" 2>&1 &
   SERVICE_PID=$!
   for _ in $(seq 120); do
     curl -fsS "$URL/readyz" >/dev/null 2>&1 && break
@@ -206,6 +212,7 @@ record_meta() {
   fi
   put commit "$commit"
   put scale "$LOAD_SCALE"
+  put partitions "${LOAD_PG_PARTITIONS:-0}"
   put duration_s "$DURATION"
   put loadavg_start "$(cut -d' ' -f1-3 /proc/loadavg)"
 }
@@ -296,6 +303,74 @@ measure_pgbench() {
   pg -d postgres -c "DROP DATABASE IF EXISTS $PGBENCH_DB" >/dev/null
 }
 
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+as_postgres() { runuser -u postgres -- "/usr/lib/postgresql/${PG_VERSION%%.*}/bin/$1" "${@:2}"; }
+
+stop_replica() {
+  if [[ -n $REPLICA_SERVICE_PID ]] && kill -0 "$REPLICA_SERVICE_PID" 2>/dev/null; then
+    kill -TERM "$REPLICA_SERVICE_PID"; wait "$REPLICA_SERVICE_PID" 2>/dev/null
+  fi
+  REPLICA_SERVICE_PID=""
+  if [[ -n $REPLICA_DIR ]]; then
+    as_postgres pg_ctl -D "$REPLICA_DIR/data" stop -m fast -w >/dev/null 2>&1
+    rm -rf "$REPLICA_DIR"
+    REPLICA_DIR=""
+  fi
+}
+
+# Reconstruct through a second service process whose reads go to a streaming replica of the
+# seeded database (the primary's service idle meanwhile): the same paths, connections and
+# duration as the primary's figure. The replica is made here, after the seed, so that it costs
+# the other measurements nothing, and stopped before the appends.
+measure_replica_reads() {
+  if [[ ${LOAD_REPLICA:-1} != 1 ]]; then return; fi
+  if ((EUID != 0)); then echo "  not root (runuser postgres): no replica column"; return; fi
+  say "replica: pg_basebackup -R, a second service reading from it, wrk -t2 -c$CONNS -d${DURATION}s"
+  local hba port rport started
+  hba=$(pg -d postgres -Atc "SHOW hba_file")
+  if ! grep -q "^host replication all 127.0.0.1/32 trust" "$hba"; then
+    echo "host replication all 127.0.0.1/32 trust" >>"$hba"
+    pg -d postgres -c "SELECT pg_reload_conf()" >/dev/null
+  fi
+  REPLICA_DIR=$(mktemp -d /tmp/gatekeeper-replica.XXXXXX)
+  chown postgres:postgres "$REPLICA_DIR"
+  rport=$(free_port)
+  started=$(date +%s.%N)
+  as_postgres pg_basebackup -h "$PGHOST" -p "$PGPORT" -U "$PGUSER" -D "$REPLICA_DIR/data" -R -X stream -c fast
+  put replica_basebackup_s "$(python3 -c "import time; print(round(time.time() - $started, 1))")"
+  # Debian keeps a cluster's configuration outside its data folder: the copy gets its own,
+  # with the server's defaults otherwise (as the primary runs).
+  printf "port = %s\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '%s'\nhot_standby = on\nssl = off\n" \
+    "$rport" "$REPLICA_DIR" >"$REPLICA_DIR/data/postgresql.conf"
+  printf 'local all all trust\nhost all all 127.0.0.1/32 trust\n' >"$REPLICA_DIR/data/pg_hba.conf"
+  chown -R postgres:postgres "$REPLICA_DIR"
+  as_postgres pg_ctl -D "$REPLICA_DIR/data" -l "$REPLICA_DIR/log" start -w -t 120 >/dev/null
+  port=$(free_port)
+  local rurl=http://127.0.0.1:$port
+  DATABASE_URL="postgres://$PGUSER@$PGHOST:$PGPORT/$BENCH_DB${LOAD_DB_QUERY:+?$LOAD_DB_QUERY}" \
+  GATEKEEPER_READ_DATABASE_URLS="postgres://$PGUSER@127.0.0.1:$rport/$BENCH_DB" \
+  GATEKEEPER_LISTEN=127.0.0.1:$port \
+  GATEKEEPER_API_KEYS="$TENANT:$KEY" \
+  GATEKEEPER_LOG=warn \
+    env ${LOAD_PG_PARTITIONS:+GATEKEEPER_PG_PARTITIONS=$LOAD_PG_PARTITIONS} "$BIN" serve >"$STATE/replica-service.log" 2>&1 &
+  REPLICA_SERVICE_PID=$!
+  for _ in $(seq 120); do
+    curl -fsS "$rurl/readyz" >/dev/null 2>&1 && break
+    kill -0 "$REPLICA_SERVICE_PID" 2>/dev/null || die "the replica-reading service exited at start"
+    sleep 0.5
+  done
+  URL=$rurl SERVICE_PID=$REPLICA_SERVICE_PID run_wrk rep "$CONNS" 2 3 >/dev/null   # warm-up
+  URL=$rurl SERVICE_PID=$REPLICA_SERVICE_PID run_wrk rep "$CONNS" 2 "$DURATION"
+  # Which database answered: the service's own count.
+  local metrics replica primary
+  metrics=$(curl -fsS -H "authorization: Bearer $KEY" "$rurl/metrics")
+  replica=$(awk '/^gatekeeper_replica_reads_total/ && !/replica="primary"/ { n += $2 } END { print n + 0 }' <<<"$metrics")
+  primary=$(awk '/^gatekeeper_replica_reads_total/ && /replica="primary"/ { n += $2 } END { print n + 0 }' <<<"$metrics")
+  put rep_reads_replica "$replica"
+  put rep_reads_primary "$primary"
+  stop_replica
+}
+
 measure_appends() {
   say "appends: $APPEND_CONVS × 2,000 turns in batches of 500, $CLIENTS clients"
   put append_convs "$APPEND_CONVS"
@@ -358,6 +433,18 @@ measure_compactions() {
   rss_phase compactions
 }
 
+# The ceilings of one primary: single-turn appends (wrk, 64 connections, over 1,000
+# conversations) and persisted 100-turn checkpoints (4 clients, each on its own conversations).
+measure_ceilings() {
+  say "ceilings: single-turn appends (wrk -c$CONNS), 100-turn checkpoints ($CLIENTS clients)"
+  local requests=$STATE/append-one.tsv k v
+  gk onerequests --prefix one --convs 1000 --out "$requests"
+  wrk -t2 -c"$CONNS" -d"${DURATION}s" --timeout 10s -H "authorization: Bearer $KEY" \
+    -s "$ROOT/bench/append_one.lua" "$URL" -- "$requests" >"$STATE/wrk-append-one.txt"
+  while read -r k v; do put "ceil_app_${k#wrk.}" "$v"; done < <(grep '^wrk\.' "$STATE/wrk-append-one.txt")
+  gk checkpoints --prefix ap-notok --convs "$APPEND_CONVS" --seconds "$DURATION"
+}
+
 measure_sizes() {
   say "compaction range sizes $SIZES (dry runs on one $BIG_TURNS-turn conversation)"
   put big_turns "$BIG_TURNS"
@@ -412,8 +499,8 @@ measure_search() {
   python3 "$ROOT/bench/search.py" --url "$URL" --key "$KEY" --data "$TAU_DATA" \
     | while IFS=$'\t' read -r k v; do put "$k" "$v"; done
   pg -d "$BENCH_DB" -c "VACUUM ANALYZE turn_search" >/dev/null
-  put search_bytes_per_turn "$(pg -d "$BENCH_DB" -Atc "SELECT pg_total_relation_size('turn_search') / greatest(count(*), 1) FROM turn_search")"
-  put turns_bytes_per_turn "$(pg -d "$BENCH_DB" -Atc "SELECT pg_total_relation_size('turns') / greatest(count(*), 1) FROM turns")"
+  put search_bytes_per_turn "$(pg -d "$BENCH_DB" -Atc "SELECT coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('turn_search')), pg_total_relation_size('turn_search'))::int8 / greatest(count(*), 1) FROM turn_search")"
+  put turns_bytes_per_turn "$(pg -d "$BENCH_DB" -Atc "SELECT coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('turns')), pg_total_relation_size('turns'))::int8 / greatest(count(*), 1) FROM turns")"
   rss_phase search
 }
 
@@ -437,8 +524,10 @@ main() {
   seed
   measure_reconstruct
   measure_pgbench
+  measure_replica_reads
   measure_appends
   measure_compactions
+  measure_ceilings
   measure_sizes
   measure_stall
   measure_search

@@ -189,6 +189,12 @@ pub struct DatabaseConfig {
     /// position; past it, it is skipped.
     #[arg(long, env = "GATEKEEPER_READ_MAX_LAG_BYTES", default_value_t = 16 << 20)]
     pub read_max_lag_bytes: u64,
+
+    /// Postgres: hash partitions per big table (turns, turn_search, term_counts, checkpoints),
+    /// by (tenant, conversation); 0 for none. A database laid out otherwise is rebuilt at start,
+    /// rows kept. Unset: the layout is left as it is.
+    #[arg(long, env = "GATEKEEPER_PG_PARTITIONS", value_parser = clap::value_parser!(u32).range(0..=i64::from(crate::store::MAX_PARTITIONS)))]
+    pub pg_partitions: Option<u32>,
 }
 
 #[derive(Clone, Args)]
@@ -380,6 +386,9 @@ impl ServeConfig {
             return Err("the feed heartbeat and the feed timeout must be positive".into());
         }
         let backend = crate::store::Backend::of_url(&self.database.url())?;
+        if self.database.pg_partitions.is_some() && backend != crate::store::Backend::Postgres {
+            return Err("GATEKEEPER_PG_PARTITIONS applies to a Postgres DATABASE_URL only".into());
+        }
         for url in &self.database.read_database_urls {
             if backend != crate::store::Backend::Postgres
                 || crate::store::Backend::of_url(url) != Ok(crate::store::Backend::Postgres)

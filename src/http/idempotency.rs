@@ -2,7 +2,7 @@
 //! and changes nothing; the same key with another body is refused with 422.
 
 use super::{AppState, Error};
-use crate::domain::TenantId;
+use crate::domain::{ConversationId, TenantId};
 use crate::store::{IdempotencyClaim, Store, StoredAnswer};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -99,19 +99,19 @@ pub async fn prior<S: Store>(
     state: &AppState<S>,
     tenant: &TenantId,
     headers: &HeaderMap,
-    (operation, conversation): (&str, &str),
+    (operation, conversation): (&str, &ConversationId),
     body: &impl Serialize,
 ) -> Result<Prior, Error> {
     let Some(key) = IdempotencyKey::from_headers(headers)? else {
         return Ok(Prior::Fresh(None));
     };
     let claim = key.claim(
-        fingerprint(operation, conversation, body),
+        fingerprint(operation, conversation.as_str(), body),
         state.idempotency_ttl,
     );
     let store = state.service.store();
     match store
-        .stored_answer(tenant, key.as_str(), claim.not_before)
+        .stored_answer(tenant, conversation, key.as_str(), claim.not_before)
         .await?
     {
         Some(answer) => Ok(Prior::Answered(replay(answer, Some(&claim))?)),

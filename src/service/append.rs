@@ -25,7 +25,7 @@ impl<S: Store> Service<S> {
             })
             .await?;
         let written = self.write_batch(tenant, conversation, batch, claim).await;
-        let reply = answer_after_race(&self.store, tenant, claim, written).await?;
+        let reply = answer_after_race(&self.store, (tenant, conversation), claim, written).await?;
         if let Reply::New(appended) = &reply {
             metrics::counter!("gatekeeper_turns_appended_total")
                 .increment(appended.new.len() as u64);
@@ -45,7 +45,9 @@ impl<S: Store> Service<S> {
         let _held = LockHeld::now("append");
         // Under the lock: a retry racing its own first try finds the answer here.
         if let Some(claim) = claim
-            && let Some(answer) = tx.find_answer(tenant, &claim.key, claim.not_before).await?
+            && let Some(answer) = tx
+                .find_answer(tenant, conversation, &claim.key, claim.not_before)
+                .await?
         {
             return Ok(Reply::Stored(answer));
         }
@@ -75,7 +77,8 @@ impl<S: Store> Service<S> {
             let status = if appended.new.is_empty() { 200 } else { 201 };
             let answer = AppendTurnsResponse::from_plan(conversation.as_str(), &appended);
             let body = serde_json::to_vec(&answer).map_err(store::Error::invariant)?;
-            tx.record_answer(tenant, claim, status, &body).await?;
+            tx.record_answer(tenant, conversation, claim, status, &body)
+                .await?;
         }
         tx.commit().await?;
         Ok(Reply::New(appended))

@@ -137,15 +137,19 @@ impl<S: Store> Service<S> {
     /// replays), so its key cannot be used again for another request.
     async fn record_alone(
         &self,
-        tenant: &crate::domain::TenantId,
+        (tenant, conversation): (&TenantId, &ConversationId),
         claim: &IdempotencyClaim,
         (status, body): (u16, Vec<u8>),
     ) -> Result<Reply<()>> {
         let mut tx = self.store.begin().await?;
-        if let Some(answer) = tx.find_answer(tenant, &claim.key, claim.not_before).await? {
+        if let Some(answer) = tx
+            .find_answer(tenant, conversation, &claim.key, claim.not_before)
+            .await?
+        {
             return Ok(Reply::Stored(answer));
         }
-        tx.record_answer(tenant, claim, status, &body).await?;
+        tx.record_answer(tenant, conversation, claim, status, &body)
+            .await?;
         tx.commit().await?;
         Ok(Reply::New(()))
     }
@@ -233,13 +237,13 @@ impl Drop for LockHeld {
 /// concurrently by its twin, whose answer stands.
 async fn answer_after_race<S: Store, T>(
     store: &S,
-    tenant: &crate::domain::TenantId,
+    (tenant, conversation): (&TenantId, &ConversationId),
     claim: Option<&IdempotencyClaim>,
     result: Result<Reply<T>>,
 ) -> Result<Reply<T>> {
     match (result, claim) {
         (Err(Error::Store(store::Error::Conflict(e))), Some(claim)) => store
-            .stored_answer(tenant, &claim.key, claim.not_before)
+            .stored_answer(tenant, conversation, &claim.key, claim.not_before)
             .await?
             .map(Reply::Stored)
             .ok_or(Error::Store(store::Error::Conflict(e))),

@@ -52,7 +52,7 @@ impl<S: Store> Service<S> {
         if !expected.admits(latest) {
             // The latest checkpoint only moves forward, so the lock would say the same, unless
             // it is this request's own first try that moved it.
-            return match self.answer_for(tenant, claim).await? {
+            return match self.answer_for((tenant, conversation), claim).await? {
                 Some(answer) => Ok(Reply::Stored(answer)),
                 None => Err(Error::Stale { expected, latest }),
             };
@@ -71,9 +71,10 @@ impl<S: Store> Service<S> {
         if dry_run {
             if let Some(claim) = claim {
                 let body = answer_body(conversation, &decision.verdict, None, true)?;
-                let recorded = self.record_alone(tenant, claim, body).await;
+                let recorded = self.record_alone((tenant, conversation), claim, body).await;
                 if let Reply::Stored(answer) =
-                    answer_after_race(&self.store, tenant, Some(claim), recorded).await?
+                    answer_after_race(&self.store, (tenant, conversation), Some(claim), recorded)
+                        .await?
                 {
                     return Ok(Reply::Stored(answer));
                 }
@@ -93,7 +94,7 @@ impl<S: Store> Service<S> {
         };
         let persisted = self.persist(tenant, conversation, decided, claim).await;
         Ok(
-            match answer_after_race(&self.store, tenant, claim, persisted).await? {
+            match answer_after_race(&self.store, (tenant, conversation), claim, persisted).await? {
                 Reply::New((verdict, id)) => {
                     Reply::New(proposed((tenant, conversation), verdict, id, false))
                 }
@@ -151,7 +152,9 @@ impl<S: Store> Service<S> {
             .ok_or_else(|| Error::NoConversation(conversation.clone()))?;
         let _held = LockHeld::now("propose");
         if let Some(claim) = claim
-            && let Some(answer) = tx.find_answer(tenant, &claim.key, claim.not_before).await?
+            && let Some(answer) = tx
+                .find_answer(tenant, conversation, &claim.key, claim.not_before)
+                .await?
         {
             return Ok(Reply::Stored(answer));
         }
@@ -176,7 +179,8 @@ impl<S: Store> Service<S> {
                 .await?;
             if let Some(claim) = claim {
                 let (status, body) = answer_body(conversation, &verdict, None, false)?;
-                tx.record_answer(tenant, claim, status, &body).await?;
+                tx.record_answer(tenant, conversation, claim, status, &body)
+                    .await?;
             }
             tx.commit().await?;
             return Ok(Reply::New((verdict, None)));
@@ -199,7 +203,8 @@ impl<S: Store> Service<S> {
             .await?;
         if let Some(claim) = claim {
             let (status, body) = answer_body(conversation, &verdict, Some(checkpoint_id), false)?;
-            tx.record_answer(tenant, claim, status, &body).await?;
+            tx.record_answer(tenant, conversation, claim, status, &body)
+                .await?;
         }
         tx.commit().await?;
         Ok(Reply::New((verdict, Some(checkpoint_id))))
@@ -214,13 +219,13 @@ impl<S: Store> Service<S> {
 
     async fn answer_for(
         &self,
-        tenant: &TenantId,
+        (tenant, conversation): (&TenantId, &ConversationId),
         claim: Option<&IdempotencyClaim>,
     ) -> Result<Option<store::StoredAnswer>> {
         let Some(claim) = claim else { return Ok(None) };
         Ok(self
             .store
-            .stored_answer(tenant, &claim.key, claim.not_before)
+            .stored_answer(tenant, conversation, &claim.key, claim.not_before)
             .await?)
     }
 }

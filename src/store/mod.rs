@@ -11,7 +11,7 @@ mod profiles;
 mod sqlite;
 
 pub use error::{Error, Result};
-pub use postgres::PgStore;
+pub use postgres::{MAX_PARTITIONS, PARTITIONED_TABLES, PgStore};
 pub use sqlite::SqliteStore;
 
 use crate::append::{Appended, LoggedTurn};
@@ -72,6 +72,7 @@ pub trait Store: Clone + Send + Sync + 'static {
     fn stored_answer(
         &self,
         tenant: &TenantId,
+        conversation: &ConversationId,
         key: &str,
         not_before: i64,
     ) -> impl Future<Output = Result<Option<StoredAnswer>>> + Send;
@@ -175,6 +176,7 @@ pub trait WriteTx: Send {
     fn find_answer(
         &mut self,
         tenant: &TenantId,
+        conversation: &ConversationId,
         key: &str,
         not_before: i64,
     ) -> impl Future<Output = Result<Option<StoredAnswer>>> + Send;
@@ -183,6 +185,7 @@ pub trait WriteTx: Send {
     fn record_answer(
         &mut self,
         tenant: &TenantId,
+        conversation: &ConversationId,
         claim: &IdempotencyClaim,
         status: u16,
         body: &[u8],

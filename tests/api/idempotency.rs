@@ -333,3 +333,28 @@ async fn a_key_whose_proposal_was_a_dry_run_is_spent_too() {
     let (_, conversation) = app.snapshot("c").await;
     assert_eq!(conversation["checkpoints"], 0);
 }
+
+#[tokio::test]
+async fn a_key_belongs_to_its_conversation_so_on_another_one_it_is_a_new_request() {
+    let app = spawn_app().await;
+    seeded(&app, "c").await;
+    seeded(&app, "d").await;
+    let on = |conversation: &str| format!("/v1/conversations/{conversation}/compactions");
+    let first = post_with_key(&app, &on("c"), "k", &proposal()).await;
+    let first = expect(first, StatusCode::CREATED).await;
+    let other = post_with_key(&app, &on("d"), "k", &proposal()).await;
+    assert!(other.headers().get("idempotent-replayed").is_none());
+    let other = expect(other, StatusCode::CREATED).await;
+    assert_eq!(
+        (&first["conversation"], &other["conversation"]),
+        (&json!("c"), &json!("d"))
+    );
+    // Each conversation's retry gets its own answer back.
+    for (conversation, answer) in [("c", &first), ("d", &other)] {
+        let again = post_with_key(&app, &on(conversation), "k", &proposal()).await;
+        assert!(again.headers().get("idempotent-replayed").is_some());
+        assert_eq!(&expect(again, StatusCode::CREATED).await, answer);
+        let (_, snapshot) = app.snapshot(conversation).await;
+        assert_eq!(snapshot["checkpoints"], 1, "{conversation}");
+    }
+}

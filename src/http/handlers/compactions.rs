@@ -24,7 +24,7 @@ use axum::response::{IntoResponse, Response};
     tag = "compactions",
     summary = "Propose a compaction",
     description = "Decides which turns of [from, to] the summary really covers and persists only that pointer set. A rejected verdict is 422 problem+json carrying the whole verdict, and persists nothing.",
-    params(ConversationPath, ("Idempotency-Key" = Option<String>, Header, nullable = false, pattern = r"^[!-~]{1,255}$", description = "Makes a retry safe: the same key with the same body gets the stored answer (header `Idempotent-Replayed: true`) and changes nothing; with another body, 422. Kept per tenant for `GATEKEEPER_IDEMPOTENCY_TTL_SECS`.")),
+    params(ConversationPath, ("Idempotency-Key" = Option<String>, Header, nullable = false, pattern = r"^[!-~]{1,255}$", description = "Makes a retry safe: the same key with the same body gets the stored answer (header `Idempotent-Replayed: true`) and changes nothing; with another body, 422. Kept per conversation for `GATEKEEPER_IDEMPOTENCY_TTL_SECS`.")),
     request_body = CompactionRequestBody,
     responses(
         (status = 201, description = "Decided and persisted", body = VerdictResponse, headers(("Gatekeeper-Position" = String, description = "With read replicas: the commit position to send back as Gatekeeper-Min-Position on reads that must see this write"))),
@@ -42,7 +42,7 @@ pub async fn propose<S: Store>(
     headers: HeaderMap,
     ApiJson(body): ApiJson<CompactionRequestBody>,
 ) -> Result<Response> {
-    let operation = ("propose", conversation.as_str());
+    let operation = ("propose", &conversation);
     let claim = match prior(&state, &tenant, &headers, operation, &body).await? {
         Prior::Answered(response) => return Ok(response),
         Prior::Fresh(claim) => claim,

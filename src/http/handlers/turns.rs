@@ -23,7 +23,7 @@ use axum::response::{IntoResponse, Response};
     tag = "turns",
     summary = "Append raw turns",
     description = "Appends a batch, all or nothing. Ids are sequence numbers without gaps (omitted: assigned). A turn stored identically is an idempotent replay; the same id with anything different is 409 and nothing is written. Tokens and anchors are counted and derived when absent.",
-    params(ConversationPath, ("Idempotency-Key" = Option<String>, Header, nullable = false, pattern = r"^[!-~]{1,255}$", description = "Makes a retry safe: the same key with the same body gets the stored answer (header `Idempotent-Replayed: true`) and changes nothing; with another body, 422. Kept per tenant for `GATEKEEPER_IDEMPOTENCY_TTL_SECS`.")),
+    params(ConversationPath, ("Idempotency-Key" = Option<String>, Header, nullable = false, pattern = r"^[!-~]{1,255}$", description = "Makes a retry safe: the same key with the same body gets the stored answer (header `Idempotent-Replayed: true`) and changes nothing; with another body, 422. Kept per conversation for `GATEKEEPER_IDEMPOTENCY_TTL_SECS`.")),
     request_body = AppendTurnsRequest,
     responses(
         (status = 201, description = "Appended", body = AppendTurnsResponse, headers(("Gatekeeper-Position" = String, description = "With read replicas: the commit position to send back as Gatekeeper-Min-Position on reads that must see this write"))),
@@ -41,7 +41,7 @@ pub async fn append<S: Store>(
     headers: HeaderMap,
     ApiJson(body): ApiJson<AppendTurnsRequest>,
 ) -> Result<Response> {
-    let operation = ("append", conversation.as_str());
+    let operation = ("append", &conversation);
     let claim = match prior(&state, &tenant, &headers, operation, &body).await? {
         Prior::Answered(response) => return Ok(response),
         Prior::Fresh(claim) => claim,

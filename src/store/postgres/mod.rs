@@ -3,11 +3,13 @@
 
 mod backfill;
 mod feed;
+mod layout;
 mod reads;
 mod replicas;
 mod search;
 mod tx;
 
+pub use layout::{MAX_PARTITIONS, PARTITIONED_TABLES};
 pub use tx::PgTx;
 
 use sqlx::PgPool;
@@ -28,6 +30,8 @@ pub struct PgStore {
     primary: PgPool,
     replicas: Option<std::sync::Arc<replicas::Replicas>>,
     on_replica: bool,
+    /// Whether the big tables are hash-partitioned (and so every connection plans generically).
+    partitioned: bool,
 }
 
 impl PgStore {
@@ -35,14 +39,16 @@ impl PgStore {
     /// `pg_stat_activity` shows it.
     pub const FEED_APPLICATION_NAME: &str = feed::APPLICATION_NAME;
 
-    /// Connects, creating the database if it does not exist, and applies the migrations. While
-    /// the server is not up yet (a container starting beside it), retries with backoff for up
-    /// to `startup_wait`, saying what it waits for.
+    /// Connects, creating the database if it does not exist, applies the migrations and the
+    /// partition layout (`None`: left as it is). While the server is not up yet (a container
+    /// starting beside it), retries with backoff for up to `startup_wait`, saying what it waits
+    /// for.
     pub async fn connect_waiting(
         url: &str,
         pool_size: u32,
         acquire_timeout: Duration,
         startup_wait: Duration,
+        partitions: Option<u32>,
     ) -> anyhow::Result<Self> {
         let url = &plaintext_on_loopback_by_default(url)?;
         let options = PgConnectOptions::from_str(url)?;
@@ -77,13 +83,27 @@ impl PgStore {
                 return Err(e.into());
             }
         }
-        let pool = PgPoolOptions::new()
-            .max_connections(pool_size)
+        // The schema first, on a connection of its own: the pool's settings depend on its layout.
+        let setup = PgPoolOptions::new()
+            .max_connections(1)
             .acquire_timeout(acquire_timeout)
             .connect_with(options.clone())
             .await?;
-        MIGRATOR.run(&pool).await?;
-        let store = Self::from_pool(pool);
+        MIGRATOR.run(&setup).await?;
+        if let Some(partitions) = partitions {
+            layout::apply(&setup, partitions).await?;
+        }
+        let partitioned = layout::is_partitioned(&setup).await?;
+        setup.close().await;
+        let pool = PgPoolOptions::new()
+            .max_connections(pool_size)
+            .acquire_timeout(acquire_timeout)
+            .connect_with(layout::session_options(options.clone(), partitioned))
+            .await?;
+        let store = Self {
+            partitioned,
+            ..Self::from_pool(pool)
+        };
         store.log_transport(&options).await;
         Ok(store)
     }
@@ -140,6 +160,7 @@ impl PgStore {
             read_pool: pool,
             replicas: None,
             on_replica: false,
+            partitioned: false,
         }
     }
 
@@ -161,6 +182,7 @@ impl PgStore {
             self.replicas = Some(replicas::Replicas::start(
                 &self.primary,
                 urls,
+                self.partitioned,
                 pool_size,
                 acquire_timeout,
                 max_wait,

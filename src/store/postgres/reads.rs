@@ -27,6 +27,7 @@ impl Store for PgStore {
             db.pool_size,
             db.acquire_timeout(),
             db.startup_wait(),
+            db.pg_partitions,
         )
         .await?
         .with_replicas(
@@ -119,11 +120,12 @@ impl Store for PgStore {
     async fn stored_answer(
         &self,
         tenant: &TenantId,
+        conversation: &ConversationId,
         key: &str,
         not_before: i64,
     ) -> Result<Option<StoredAnswer>> {
         let mut conn = self.read_pool.acquire().await?;
-        super::tx::find_answer(&mut conn, tenant, key, not_before).await
+        super::tx::find_answer(&mut conn, tenant, conversation, key, not_before).await
     }
 
     async fn latest_checkpoint(
@@ -302,7 +304,7 @@ impl Store for PgStore {
                SELECT k.checkpoint_id, k.covered @> t.id AS covered_turn, k.summary, k.verdict, \
                  k.from_id, k.candidates_used \
                FROM checkpoints k \
-               WHERE k.tenant = t.tenant AND k.conversation = t.conversation \
+               WHERE k.tenant = $1 AND k.conversation = $2 \
                  AND k.from_id <= t.id AND t.id <= k.advanced_to \
                ORDER BY k.checkpoint_id DESC LIMIT 1 \
              ) c ON true \

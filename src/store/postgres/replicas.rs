@@ -40,6 +40,7 @@ impl Replicas {
     pub fn start(
         primary: &PgPool,
         urls: &[String],
+        partitioned: bool,
         pool_size: u32,
         acquire_timeout: Duration,
         max_wait: Duration,
@@ -52,7 +53,7 @@ impl Replicas {
             let pool = PgPoolOptions::new()
                 .max_connections(pool_size)
                 .acquire_timeout(acquire_timeout.min(POLL_TIMEOUT))
-                .connect_lazy_with(options);
+                .connect_lazy_with(super::layout::session_options(options, partitioned));
             list.push(Replica {
                 name,
                 pool,

@@ -86,11 +86,12 @@ impl Store for SqliteStore {
     async fn stored_answer(
         &self,
         tenant: &TenantId,
+        conversation: &ConversationId,
         key: &str,
         not_before: i64,
     ) -> Result<Option<StoredAnswer>> {
         let mut conn = self.pool.acquire().await?;
-        super::tx::find_answer(&mut conn, tenant, key, not_before).await
+        super::tx::find_answer(&mut conn, tenant, conversation, key, not_before).await
     }
 
     async fn latest_checkpoint(

@@ -59,15 +59,17 @@ impl WriteTx for SqliteTx {
     async fn find_answer(
         &mut self,
         tenant: &TenantId,
+        conversation: &ConversationId,
         key: &str,
         not_before: i64,
     ) -> Result<Option<StoredAnswer>> {
-        find_answer(&mut self.0, tenant, key, not_before).await
+        find_answer(&mut self.0, tenant, conversation, key, not_before).await
     }
 
     async fn record_answer(
         &mut self,
         tenant: &TenantId,
+        conversation: &ConversationId,
         claim: &IdempotencyClaim,
         status: u16,
         body: &[u8],
@@ -78,10 +80,12 @@ impl WriteTx for SqliteTx {
             .execute(&mut *self.0)
             .await?;
         sqlx::query(
-            "INSERT INTO idempotency_keys (tenant, key, fingerprint, status, response, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO idempotency_keys \
+             (tenant, conversation, key, fingerprint, status, response, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )
         .bind(tenant.as_str())
+        .bind(conversation.as_str())
         .bind(&claim.key)
         .bind(&claim.fingerprint[..])
         .bind(i64::from(status))
@@ -324,14 +328,16 @@ impl WriteTx for SqliteTx {
 pub(super) async fn find_answer(
     conn: &mut SqliteConnection,
     tenant: &TenantId,
+    conversation: &ConversationId,
     key: &str,
     not_before: i64,
 ) -> Result<Option<StoredAnswer>> {
     let row = sqlx::query(
         "SELECT fingerprint, status, response FROM idempotency_keys \
-         WHERE tenant = ?1 AND key = ?2 AND created_at >= ?3",
+         WHERE tenant = ?1 AND conversation = ?2 AND key = ?3 AND created_at >= ?4",
     )
     .bind(tenant.as_str())
+    .bind(conversation.as_str())
     .bind(key)
     .bind(not_before)
     .fetch_optional(conn)

@@ -90,6 +90,18 @@ impl TestApp {
         }
     }
 
+    /// The service started again on `store` (the same database, connected anew, so the
+    /// migrations it lacks were applied), as after an upgrade.
+    pub async fn restarted_on(&self, store: AnyStore) -> TestApp {
+        let (base, cache) = serve_on_port_0(&store, &defaults()).await;
+        TestApp {
+            base,
+            cache,
+            store,
+            ..self.clone()
+        }
+    }
+
     /// Waits (at most 10 s) until this service's checkpoint feed is up, on a backend that has
     /// one; returns whether it is.
     pub async fn feed_up(&self) -> bool {

@@ -21,13 +21,24 @@ pub enum AnyStore {
 }
 
 impl AnyStore {
-    /// Connects as `serve` does (the migrations it lacks are applied).
+    /// Connects as `serve` does (the migrations it lacks are applied). On Postgres,
+    /// `GATEKEEPER_TEST_PG_PARTITIONS=N` runs the tests on a database partitioned N ways.
     pub async fn connect(url: &str) -> Result<Self, String> {
+        let partitions = std::env::var("GATEKEEPER_TEST_PG_PARTITIONS")
+            .ok()
+            .filter(|_| Backend::of_url(url) == Ok(Backend::Postgres))
+            .map(|n| n.parse().expect("GATEKEEPER_TEST_PG_PARTITIONS is a count"));
+        Self::connect_with(url, partitions).await
+    }
+
+    /// Connects as `serve` does with `GATEKEEPER_PG_PARTITIONS` set to `partitions`.
+    pub async fn connect_with(url: &str, partitions: Option<u32>) -> Result<Self, String> {
         let db = DatabaseConfig {
             database_url: Some(url.to_owned()),
             pool_size: 5,
             acquire_timeout_secs: 10,
             startup_wait_secs: 0,
+            pg_partitions: partitions,
             ..DatabaseConfig::default()
         };
         Ok(match Backend::of_url(url)? {
@@ -234,10 +245,22 @@ impl EmptyDb {
     }
 
     /// Connects as the service does: the migrations it lacks are applied.
-    pub async fn connect(mut self) -> TestDb {
+    pub async fn connect(self) -> TestDb {
         let store = AnyStore::connect(&self.url)
             .await
             .expect("the test database migrates");
+        self.with(store)
+    }
+
+    /// Like [`EmptyDb::connect`], with `GATEKEEPER_PG_PARTITIONS` set to `partitions`.
+    pub async fn connect_with(self, partitions: Option<u32>) -> TestDb {
+        let store = AnyStore::connect_with(&self.url, partitions)
+            .await
+            .expect("the test database migrates");
+        self.with(store)
+    }
+
+    fn with(mut self, store: AnyStore) -> TestDb {
         let cleanup = std::mem::replace(&mut self.cleanup, Cleanup::None);
         TestDb {
             store,
