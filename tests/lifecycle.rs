@@ -241,6 +241,24 @@ async fn invalid_configuration_stops_the_start_with_one_clear_line() {
             )],
             "repeats an earlier entry's key",
         ),
+        (
+            &["serve"],
+            &[("GATEKEEPER_PG_PARTITIONS", "4")],
+            "GATEKEEPER_PG_PARTITIONS applies to a Postgres DATABASE_URL only",
+        ),
+        (
+            &["serve"],
+            &[
+                ("DATABASE_URL", "postgres://127.0.0.1:1/x"),
+                ("GATEKEEPER_PG_PARTITIONS", "257"),
+            ],
+            "--pg-partitions <PG_PARTITIONS>': 257 is not in 0..=256",
+        ),
+        (
+            &["serve"],
+            &[("GATEKEEPER_READ_DATABASE_URLS", "postgres://127.0.0.1:1/x")],
+            "must be postgres:// URLs, beside a Postgres DATABASE_URL",
+        ),
     ];
     for (args, env, expected) in cases {
         let mut command = binary();
