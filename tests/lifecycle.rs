@@ -259,6 +259,15 @@ async fn invalid_configuration_stops_the_start_with_one_clear_line() {
             &[("GATEKEEPER_READ_DATABASE_URLS", "postgres://127.0.0.1:1/x")],
             "must be postgres:// URLs, beside a Postgres DATABASE_URL",
         ),
+        (
+            &["serve"],
+            &[
+                ("DATABASE_URL", "postgres://127.0.0.1:1/x"),
+                ("GATEKEEPER_READ_DATABASE_URLS", "sqlite://replica.db"),
+                ("GATEKEEPER_DB_STARTUP_WAIT_SECS", "0"),
+            ],
+            "read replicas (sqlite://replica.db) must be postgres:// URLs",
+        ),
     ];
     for (args, env, expected) in cases {
         let mut command = binary();
