@@ -72,6 +72,7 @@ SERVICE_PID=""
 APPENDER_PID=""
 REPLICA_DIR=""          # the streaming replica's cluster, while it runs
 REPLICA_SERVICE_PID=""
+LAUNCHED_PID=""         # the service launch_service last started
 DATABASES_TOUCHED=0
 KEY=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 
@@ -101,6 +102,10 @@ cleanup() {
     kill "$APPENDER_PID"; wait "$APPENDER_PID" 2>/dev/null
   fi
   stop_replica
+  # A service that never came up (launch_service died waiting for it).
+  if [[ -n $LAUNCHED_PID && $LAUNCHED_PID != "$SERVICE_PID" ]] && kill -0 "$LAUNCHED_PID" 2>/dev/null; then
+    kill -KILL "$LAUNCHED_PID"
+  fi
   if [[ -n $SERVICE_PID ]] && kill -0 "$SERVICE_PID" 2>/dev/null; then
     kill -TERM "$SERVICE_PID"
     for _ in $(seq 60); do kill -0 "$SERVICE_PID" 2>/dev/null || break; sleep 0.5; done
@@ -172,25 +177,34 @@ start_postgres() {
   echo "  PostgreSQL $PG_VERSION, max_connections $(pg -d postgres -Atc 'SHOW max_connections')"
 }
 
+# launch_service PORT LOG [VAR=VALUE ...]: a service process on the bench database at PORT, with
+# the extra environment given; waits until it is ready and sets LAUNCHED_PID.
+launch_service() {
+  local port=$1 log=$2
+  shift 2
+  DATABASE_URL="postgres://$PGUSER@$PGHOST:$PGPORT/$BENCH_DB${LOAD_DB_QUERY:+?$LOAD_DB_QUERY}" \
+  GATEKEEPER_LISTEN=127.0.0.1:$port \
+  GATEKEEPER_API_KEYS="$TENANT:$KEY" \
+  GATEKEEPER_LOG=warn \
+    env ${LOAD_PG_PARTITIONS:+GATEKEEPER_PG_PARTITIONS=$LOAD_PG_PARTITIONS} "$@" "$BIN" serve >"$log" 2>&1 &
+  LAUNCHED_PID=$!
+  for _ in $(seq 120); do
+    curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && return
+    kill -0 "$LAUNCHED_PID" 2>/dev/null || die "the service exited at start (log: $log)"
+    sleep 0.5
+  done
+  die "the service is not ready after 60 s (log: $log)"
+}
+
 start_service() {
   say "service"
   DATABASES_TOUCHED=1
   pg -d postgres -c "DROP DATABASE IF EXISTS $BENCH_DB WITH (FORCE)" -c "CREATE DATABASE $BENCH_DB" >/dev/null
   local port
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  port=$(free_port)
   URL=http://127.0.0.1:$port
-  DATABASE_URL="postgres://$PGUSER@$PGHOST:$PGPORT/$BENCH_DB${LOAD_DB_QUERY:+?$LOAD_DB_QUERY}" \
-  GATEKEEPER_LISTEN=127.0.0.1:$port \
-  GATEKEEPER_API_KEYS="$TENANT:$KEY" \
-  GATEKEEPER_LOG=warn \
-    env ${LOAD_PG_PARTITIONS:+GATEKEEPER_PG_PARTITIONS=$LOAD_PG_PARTITIONS} "$BIN" serve >"$STATE/service.log" 2>&1 &
-  SERVICE_PID=$!
-  for _ in $(seq 120); do
-    curl -fsS "$URL/readyz" >/dev/null 2>&1 && break
-    kill -0 "$SERVICE_PID" 2>/dev/null || die "the service exited at start"
-    sleep 0.5
-  done
-  curl -fsS "$URL/readyz" >/dev/null || die "the service is not ready after 60 s"
+  launch_service "$port" "$STATE/service.log"
+  SERVICE_PID=$LAUNCHED_PID
   sleep 1
   put rss_idle_mib "$(mib "$(status_kib VmRSS)")"
   rss_phase start
@@ -243,7 +257,7 @@ run_wrk() {
   local prefix=$1 conns=$2 threads=$3 secs=$4 paths=${5:-$PATHS_FILE} ticks cpu_us k v
   ticks=$(cpu_ticks)
   wrk -t"$threads" -c"$conns" -d"${secs}s" --timeout 10s \
-    -H "authorization: Bearer $KEY" -s "$ROOT/bench/reconstruct.lua" "$URL" -- "$paths" \
+    -H "authorization: Bearer $KEY" -s "$ROOT/bench/requests.lua" "$URL" -- "$paths" \
     >"$STATE/wrk-$prefix.txt"
   cpu_us=$((($(cpu_ticks) - ticks) * 1000000 / $(getconf CLK_TCK)))
   while read -r k v; do put "${prefix}_${k#wrk.}" "$v"; done < <(grep '^wrk\.' "$STATE/wrk-$prefix.txt")
@@ -254,7 +268,7 @@ measure_reconstruct() {
   say "reconstruct: wrk -t2 -c$CONNS -d${DURATION}s"
   put rec_conns "$CONNS"
   # Warm-up (connections, pool, caches), not recorded.
-  wrk -t2 -c"$CONNS" -d3s -H "authorization: Bearer $KEY" -s "$ROOT/bench/reconstruct.lua" "$URL" -- "$PATHS_FILE" >/dev/null
+  wrk -t2 -c"$CONNS" -d3s -H "authorization: Bearer $KEY" -s "$ROOT/bench/requests.lua" "$URL" -- "$PATHS_FILE" >/dev/null
   gk metrics --tag before
   local perf_pid=""
   if [[ ${LOAD_PROFILE:-0} == 1 ]]; then
@@ -347,18 +361,9 @@ measure_replica_reads() {
   as_postgres pg_ctl -D "$REPLICA_DIR/data" -l "$REPLICA_DIR/log" start -w -t 120 >/dev/null
   port=$(free_port)
   local rurl=http://127.0.0.1:$port
-  DATABASE_URL="postgres://$PGUSER@$PGHOST:$PGPORT/$BENCH_DB${LOAD_DB_QUERY:+?$LOAD_DB_QUERY}" \
-  GATEKEEPER_READ_DATABASE_URLS="postgres://$PGUSER@127.0.0.1:$rport/$BENCH_DB" \
-  GATEKEEPER_LISTEN=127.0.0.1:$port \
-  GATEKEEPER_API_KEYS="$TENANT:$KEY" \
-  GATEKEEPER_LOG=warn \
-    env ${LOAD_PG_PARTITIONS:+GATEKEEPER_PG_PARTITIONS=$LOAD_PG_PARTITIONS} "$BIN" serve >"$STATE/replica-service.log" 2>&1 &
-  REPLICA_SERVICE_PID=$!
-  for _ in $(seq 120); do
-    curl -fsS "$rurl/readyz" >/dev/null 2>&1 && break
-    kill -0 "$REPLICA_SERVICE_PID" 2>/dev/null || die "the replica-reading service exited at start"
-    sleep 0.5
-  done
+  launch_service "$port" "$STATE/replica-service.log" \
+    GATEKEEPER_READ_DATABASE_URLS="postgres://$PGUSER@127.0.0.1:$rport/$BENCH_DB"
+  REPLICA_SERVICE_PID=$LAUNCHED_PID
   URL=$rurl SERVICE_PID=$REPLICA_SERVICE_PID run_wrk rep "$CONNS" 2 3 >/dev/null   # warm-up
   URL=$rurl SERVICE_PID=$REPLICA_SERVICE_PID run_wrk rep "$CONNS" 2 "$DURATION"
   # Which database answered: the service's own count.
@@ -440,7 +445,7 @@ measure_ceilings() {
   local requests=$STATE/append-one.tsv k v
   gk onerequests --prefix one --convs 1000 --out "$requests"
   wrk -t2 -c"$CONNS" -d"${DURATION}s" --timeout 10s -H "authorization: Bearer $KEY" \
-    -s "$ROOT/bench/append_one.lua" "$URL" -- "$requests" >"$STATE/wrk-append-one.txt"
+    -s "$ROOT/bench/requests.lua" "$URL" -- "$requests" >"$STATE/wrk-append-one.txt"
   while read -r k v; do put "ceil_app_${k#wrk.}" "$v"; done < <(grep '^wrk\.' "$STATE/wrk-append-one.txt")
   gk checkpoints --prefix ap-notok --convs "$APPEND_CONVS" --seconds "$DURATION"
 }
