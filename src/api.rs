@@ -566,3 +566,30 @@ pub struct SearchMatch {
     pub start: usize,
     pub end: usize,
 }
+
+/// One page of a tenant's conversations, in name order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ConversationListResponse {
+    pub conversations: Vec<ConversationListItem>,
+    /// Pass as `cursor` for the next page; absent when this page is the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ConversationListItem {
+    pub conversation: String,
+    /// How many turns the log holds (the next id).
+    pub turns: i64,
+    pub latest_checkpoint_id: Option<i64>,
+    /// What retention measures the conversation's age by.
+    pub last_append_at: DateTime<Utc>,
+}
+
+/// What an import restored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ImportResponse {
+    pub conversation: String,
+    pub turns: i64,
+    pub checkpoints: i64,
+}

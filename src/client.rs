@@ -280,6 +280,27 @@ impl Client {
         self.send::<(), T>(Method::GET, url, None, None).await
     }
 
+    /// Erases the conversation and everything of it.
+    pub async fn erase(&self, conversation: &str) -> Result<()> {
+        let url = self.url(conversation, &[])?;
+        self.exchange(Method::DELETE, url, None, None).await?;
+        Ok(())
+    }
+
+    /// The conversation as NDJSON (`POST .../import` restores it).
+    pub async fn export(&self, conversation: &str) -> Result<String> {
+        let url = self.url(conversation, &["export"])?;
+        Ok(self.exchange(Method::GET, url, None, None).await?.1)
+    }
+
+    /// Restores an export into a conversation that does not exist yet.
+    pub async fn import(&self, conversation: &str, ndjson: String) -> Result<ImportResponse> {
+        let url = self.url(conversation, &["import"])?;
+        let body = ("application/x-ndjson", ndjson.into_bytes());
+        let (status, text) = self.exchange(Method::POST, url, Some(body), None).await?;
+        parse_answer(status, text)
+    }
+
     async fn send<B: Serialize, T: DeserializeOwned>(
         &self,
         method: Method,
@@ -287,6 +308,23 @@ impl Client {
         body: Option<&B>,
         idempotency_key: Option<&str>,
     ) -> Result<T> {
+        let body = body.map(|body| {
+            let json = serde_json::to_vec(body).expect("a request body always serializes");
+            ("application/json", json)
+        });
+        let (status, text) = self.exchange(method, url, body, idempotency_key).await?;
+        parse_answer(status, text)
+    }
+
+    /// One request, retried on `503`/`429` under one Idempotency-Key (a POST without one gets
+    /// a new one); the text of a successful answer, or the problem.
+    async fn exchange(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<(&'static str, Vec<u8>)>,
+        idempotency_key: Option<&str>,
+    ) -> Result<(StatusCode, String)> {
         let key = match (&method, idempotency_key) {
             (_, Some(key)) => Some(key.to_owned()),
             (&Method::POST, None) => Some(uuid::Uuid::new_v4().to_string()),
@@ -309,8 +347,10 @@ impl Client {
             if let Some(k) = &key {
                 request = request.header("Idempotency-Key", k);
             }
-            if let Some(body) = body {
-                request = request.json(body);
+            if let Some((content_type, bytes)) = &body {
+                request = request
+                    .header(reqwest::header::CONTENT_TYPE, *content_type)
+                    .body(bytes.clone());
             }
             let response = request.send().await?;
             let position = response
@@ -342,14 +382,19 @@ impl Client {
             }
             let text = response.text().await?;
             if status.is_success() {
-                return serde_json::from_str(&text).map_err(|_| ClientError::Unexpected {
-                    status: status.as_u16(),
-                    body: text,
-                });
+                return Ok((status, text));
             }
             return Err(problem_error(status, text));
         }
     }
+}
+
+/// A successful answer's JSON.
+fn parse_answer<T: DeserializeOwned>(status: StatusCode, text: String) -> Result<T> {
+    serde_json::from_str(&text).map_err(|_| ClientError::Unexpected {
+        status: status.as_u16(),
+        body: text,
+    })
 }
 
 fn problem_error(status: StatusCode, text: String) -> ClientError {

@@ -117,6 +117,17 @@ pub struct ServeConfig {
     )]
     pub idempotency_ttl_secs: u64,
 
+    /// Days a conversation is kept after its last append, then erased by a background task;
+    /// unset: kept for ever. A tenant's line in the keys file may set its own
+    /// (`tenant:key retention_days=N`, or `retention_days=off` to keep its conversations).
+    #[arg(long, env = "GATEKEEPER_RETENTION_DAYS")]
+    pub retention_days: Option<u32>,
+
+    /// Seconds between retention's looks for idle conversations (each erases them in batches
+    /// of 100 until none is left).
+    #[arg(long, env = "GATEKEEPER_RETENTION_SWEEP_SECS", default_value_t = 3600)]
+    pub retention_sweep_secs: u64,
+
     /// Seconds in-flight requests get to finish after SIGTERM or Ctrl-C before the process exits.
     #[arg(long, env = "GATEKEEPER_DRAIN_TIMEOUT_SECS", default_value_t = 25)]
     pub drain_timeout_secs: u64,
@@ -376,6 +387,9 @@ impl ServeConfig {
                 self.idempotency_ttl_secs
             ));
         }
+        if self.retention_days == Some(0) || self.retention_sweep_secs == 0 {
+            return Err("retention days and the retention sweep interval must be positive".into());
+        }
         if self.max_in_flight == 0 || self.max_in_flight_per_tenant == 0 {
             return Err("the in-flight request limits must be positive".into());
         }
@@ -431,6 +445,8 @@ impl fmt::Debug for ServeConfig {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_batch_turns", &self.max_batch_turns)
             .field("request_timeout_secs", &self.request_timeout_secs)
+            .field("retention_days", &self.retention_days)
+            .field("retention_sweep_secs", &self.retention_sweep_secs)
             .field("drain_timeout_secs", &self.drain_timeout_secs)
             .finish_non_exhaustive()
     }
@@ -478,6 +494,8 @@ fn is_secret_param(name: &str) -> bool {
 #[derive(Clone, Default)]
 pub struct ApiKeys {
     entries: Vec<(TenantId, [u8; 32])>,
+    /// Tenants with a retention of their own: `Some(days)`, or `None` for none.
+    retention: Vec<(TenantId, Option<u32>)>,
 }
 
 impl fmt::Debug for ApiKeys {
@@ -490,9 +508,11 @@ impl fmt::Debug for ApiKeys {
 }
 
 impl ApiKeys {
-    /// Parses `tenant:key` pairs, one per line.
+    /// Parses `tenant:key` pairs, one per line, each optionally followed by
+    /// `retention_days=N` or `retention_days=off`.
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut entries = Vec::new();
+        let mut retention: Vec<(TenantId, Option<u32>)> = Vec::new();
         for (n, line) in text.lines().map(str::trim).enumerate() {
             if line.is_empty() || line.starts_with('#') {
                 continue;
@@ -503,7 +523,17 @@ impl ApiKeys {
             let (tenant, key) = line
                 .split_once(':')
                 .ok_or_else(|| format!("API key entry {entry} is not `tenant:key`"))?;
-            let key = key.trim();
+            let mut words = key.split_whitespace();
+            let key = words.next().unwrap_or_default();
+            let days = match words.next() {
+                None => None,
+                Some(option) => Some(retention_option(option, entry)?),
+            };
+            if words.next().is_some() {
+                return Err(format!(
+                    "API key entry {entry} has more than one option after its key (only retention_days=N|off)"
+                ));
+            }
             if key.len() < 16 {
                 return Err(format!(
                     "the API key of entry {entry} is shorter than 16 characters (entries are `tenant:key`, the tenant first)"
@@ -518,9 +548,25 @@ impl ApiKeys {
                     "API key entry {entry} repeats an earlier entry's key: a key must name one tenant"
                 ));
             }
+            if let Some(days) = days {
+                match retention.iter().find(|(t, _)| *t == tenant) {
+                    Some((_, earlier)) if *earlier != days => {
+                        return Err(format!(
+                            "API key entry {entry} gives its tenant another retention than an earlier entry"
+                        ));
+                    }
+                    Some(_) => {}
+                    None => retention.push((tenant.clone(), days)),
+                }
+            }
             entries.push((tenant, key));
         }
-        Ok(Self { entries })
+        Ok(Self { entries, retention })
+    }
+
+    /// The tenants with a retention of their own (`None`: keep their conversations).
+    pub fn retention(&self) -> &[(TenantId, Option<u32>)] {
+        &self.retention
     }
 
     pub fn is_empty(&self) -> bool {
@@ -549,6 +595,22 @@ impl ApiKeys {
     }
 }
 
+/// `retention_days=N` (N ≥ 1) or `retention_days=off`.
+fn retention_option(option: &str, entry: usize) -> Result<Option<u32>, String> {
+    let refused = || {
+        format!(
+            "API key entry {entry}: after the key only `retention_days=N` (N ≥ 1) or `retention_days=off` may follow"
+        )
+    };
+    match option.strip_prefix("retention_days=").ok_or_else(refused)? {
+        "off" => Ok(None),
+        days => match days.parse::<u32>() {
+            Ok(days) if days > 0 => Ok(Some(days)),
+            _ => Err(refused()),
+        },
+    }
+}
+
 fn digest(key: &str) -> [u8; 32] {
     Sha256::digest(key.as_bytes()).into()
 }
@@ -567,6 +629,47 @@ pub fn default_cpu_tasks_per_tenant(cores: usize, tenants: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_keys_entry_may_give_its_tenant_a_retention_of_its_own() {
+        let keys = ApiKeys::parse(
+            "a:aaaaaaaaaaaaaaaa1 retention_days=30\n\
+             a:aaaaaaaaaaaaaaaa2 retention_days=30\n\
+             b:bbbbbbbbbbbbbbbb1 retention_days=off\n\
+             c:cccccccccccccccc1",
+        )
+        .unwrap();
+        let tenant = |t| TenantId::parse(t).unwrap();
+        assert_eq!(
+            keys.retention(),
+            [(tenant("a"), Some(30)), (tenant("b"), None)]
+        );
+        assert_eq!(
+            keys.tenant_for("aaaaaaaaaaaaaaaa2"),
+            Some(tenant("a")),
+            "the key ends at the space"
+        );
+        for (entry, refused) in [
+            ("a:aaaaaaaaaaaaaaaa1 retention_days=0", "retention_days=N"),
+            ("a:aaaaaaaaaaaaaaaa1 retention_days=-1", "retention_days=N"),
+            ("a:aaaaaaaaaaaaaaaa1 retention=3", "retention_days=N"),
+            (
+                "a:aaaaaaaaaaaaaaaa1 retention_days=3 retention_days=4",
+                "more than one option",
+            ),
+            (
+                "a:aaaaaaaaaaaaaaaa1 retention_days=3\na:aaaaaaaaaaaaaaaa2 retention_days=4",
+                "another retention",
+            ),
+        ] {
+            let error = ApiKeys::parse(entry).unwrap_err();
+            assert!(error.contains(refused), "{entry}: {error}");
+            assert!(
+                !error.contains("aaaaaaaaaaaaaaaa"),
+                "never the key: {error}"
+            );
+        }
+    }
 
     #[test]
     fn a_lone_tenant_gets_every_core_and_several_at_most_half_each() {

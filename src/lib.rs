@@ -4,7 +4,7 @@
 //! A guided tour, in reading order:
 //! 1. the pure core: [`domain`] (parsed values), [`coverage`] (the decision), [`append`] (how a
 //!    batch fits the log), [`plan`] (the compaction plan), [`context`] (the working context), [`search`],
-//!    [`tokens`], and the wire types in [`api`];
+//!    [`tokens`], [`transfer`] (export and import), and the wire types in [`api`];
 //! 2. [`service`]: the flows that use the core, written once;
 //! 3. [`store`] beneath them (SQL only) and [`http`] above them (parse, call a flow, respond);
 //! 4. how it starts: [`config`], [`server`], [`cli`]; and [`client`], for callers.
@@ -27,6 +27,8 @@ pub mod plan;
 pub mod search;
 /// Token counting with a real tokenizer (tiktoken), built once and shared.
 pub mod tokens;
+/// Export and import as NDJSON: the lines, and the checks an import passes (pure).
+pub mod transfer;
 
 /// The HTTP service: router, handlers, errors, auth, metrics. Handlers parse, call a flow of
 /// [`service`], and map the result.

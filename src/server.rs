@@ -5,7 +5,7 @@ use crate::http::admission::Admission;
 use crate::http::rate_limit::RateLimiter;
 use crate::http::reconstruct_cache::ReconstructCache;
 use crate::http::{AppState, Shared, router};
-use crate::service::Service;
+use crate::service::{Retention, Service};
 use crate::store::{Backend, PgStore, SqliteStore, Store};
 use crate::tokens::TokenCounter;
 use std::future::Future;
@@ -35,7 +35,7 @@ impl<S: Store> AppState<S> {
                     n => n,
                 },
             ),
-            keys: Arc::new(keys),
+            keys: Arc::new(keys.clone()),
             default_mode: decision.default_mode,
             limits: config.limits(),
             max_body_bytes: config.max_body_bytes,
@@ -48,6 +48,11 @@ impl<S: Store> AppState<S> {
             idempotency_ttl: Duration::from_secs(config.idempotency_ttl_secs),
             draining: Arc::new(AtomicBool::new(false)),
             readiness: Arc::default(),
+            retention: Retention {
+                default_days: config.retention_days,
+                tenants: keys.retention().to_vec(),
+            },
+            retention_every: Duration::from_secs(config.retention_sweep_secs),
             admission: Arc::new(Admission::new(
                 config.max_in_flight,
                 config.max_in_flight_per_tenant,
@@ -84,6 +89,10 @@ pub async fn serve<S: Store>(
             async move { readiness.keep_probing(store).await },
         ))
     };
+    let _retention = (!state.retention.is_off()).then(|| {
+        let state = state.clone();
+        AbortOnDrop(tokio::spawn(async move { keep_erasing_idle(state).await }))
+    });
     let draining = state.draining.clone();
     let (started_draining, drain_started) = tokio::sync::oneshot::channel::<()>();
     let server = axum::serve(listener, router(state))
@@ -110,6 +119,36 @@ pub async fn serve<S: Store>(
             );
             Ok(())
         }
+    }
+}
+
+/// Conversations erased per look and rule; a full batch is followed by another at once.
+const RETENTION_BATCH: u32 = 100;
+
+/// Retention: erases idle conversations in bounded batches, now and then every
+/// `retention_every`, forgetting their cached answers here (other processes hear of it from the
+/// feed).
+async fn keep_erasing_idle<S: Store>(state: AppState<S>) {
+    loop {
+        match (state.service)
+            .erase_idle(&state.retention, chrono::Utc::now(), RETENTION_BATCH)
+            .await
+        {
+            Ok(erased) => {
+                if let Some(cache) = &state.reconstruct_cache
+                    && !erased.is_empty()
+                {
+                    cache.conversations_erased(&erased);
+                }
+                if erased.len() >= RETENTION_BATCH as usize {
+                    continue;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "retention: erasing idle conversations failed; trying again later")
+            }
+        }
+        tokio::time::sleep(state.retention_every).await;
     }
 }
 

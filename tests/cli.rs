@@ -1290,3 +1290,49 @@ async fn search_finds_a_turn_by_its_words_in_one_conversation_or_across_them() {
         .to_owned();
     assert_eq!(first, "0 hits for  · not searched: the, of");
 }
+
+// ---------------------------------------------------------------------------------------------
+// delete, export, import
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn export_writes_what_import_restores_and_delete_erases_it() {
+    let app = spawn_app().await;
+    let turns = compacted(&app, "moving").await;
+    let exported = gk(&app, &["export", "moving"]).await;
+    exported.exits(0);
+    assert_eq!(
+        exported.stdout,
+        app.export("moving").await,
+        "the service's export, as is"
+    );
+    assert_eq!(exported.stdout.lines().count(), 1 + turns.len() + 1);
+
+    gk(&app, &["delete", "moving"]).await.exits(0);
+    problem(
+        app.get("/v1/conversations/moving").await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    let again = gk(&app, &["delete", "moving"]).await;
+    again.exits(4);
+    assert!(again.stderr.contains("not found"), "{}", again.stderr);
+
+    let imported = gk_stdin(&app, &["import", "moving"], Some(exported.stdout.clone())).await;
+    imported.exits(0);
+    assert!(
+        imported
+            .stdout
+            .contains(&format!("{} turns, 1 checkpoints", turns.len())),
+        "{}",
+        imported.stdout
+    );
+    assert_eq!(app.export("moving").await, exported.stdout);
+    let over = gk_stdin(&app, &["import", "moving"], Some(exported.stdout)).await;
+    over.exits(1);
+    assert!(
+        over.stderr.contains("already holds turns"),
+        "{}",
+        over.stderr
+    );
+}

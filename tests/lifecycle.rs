@@ -243,6 +243,24 @@ async fn invalid_configuration_stops_the_start_with_one_clear_line() {
         ),
         (
             &["serve"],
+            &[("GATEKEEPER_RETENTION_DAYS", "0")],
+            "retention days and the retention sweep interval must be positive",
+        ),
+        (
+            &["serve"],
+            &[("GATEKEEPER_RETENTION_SWEEP_SECS", "0")],
+            "retention days and the retention sweep interval must be positive",
+        ),
+        (
+            &["serve"],
+            &[(
+                "GATEKEEPER_API_KEYS",
+                "acme:0123456789abcdef retention_days=soon",
+            )],
+            "only `retention_days=N` (N ≥ 1) or `retention_days=off` may follow",
+        ),
+        (
+            &["serve"],
             &[("GATEKEEPER_PG_PARTITIONS", "4")],
             "GATEKEEPER_PG_PARTITIONS applies to a Postgres DATABASE_URL only",
         ),

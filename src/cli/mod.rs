@@ -72,6 +72,12 @@ enum Command {
     Pin(PinArgs),
     /// A conversation's log and latest checkpoint, or the service's readiness.
     Status(StatusArgs),
+    /// Erase a conversation: its turns, checkpoints and everything kept for them.
+    Delete(ConversationArg),
+    /// Write a conversation to stdout as NDJSON (`import` restores it).
+    Export(ConversationArg),
+    /// Restore an export read from stdin into a conversation that does not exist yet.
+    Import(ConversationArg),
     /// Serve the MCP tools (search_history, recall_turn, working_context, coverage) on stdin and
     /// stdout, answered by the service at --url with --key: for agents that start MCP servers
     /// as processes.
@@ -192,6 +198,11 @@ struct PinArgs {
 }
 
 #[derive(Args)]
+struct ConversationArg {
+    conversation: String,
+}
+
+#[derive(Args)]
 struct StatusArgs {
     /// A conversation; without one, the service's readiness.
     conversation: Option<String>,
@@ -296,6 +307,32 @@ pub async fn main() -> ExitCode {
             output::pinned,
         ),
         Some(Command::Status(args)) => status(args, remote).await,
+        Some(Command::Delete(args)) => {
+            let erased = remote.client().erase(&args.conversation).await;
+            show(remote, erased.map(|()| args.conversation), |c| {
+                format!("conversation {c} erased")
+            })
+        }
+        Some(Command::Export(args)) => match remote.client().export(&args.conversation).await {
+            Ok(ndjson) => {
+                print!("{ndjson}");
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        },
+        Some(Command::Import(args)) => {
+            let mut ndjson = String::new();
+            match std::io::Read::read_to_string(&mut std::io::stdin(), &mut ndjson) {
+                Ok(_) => show(
+                    remote,
+                    remote.client().import(&args.conversation, ndjson).await,
+                    output::imported,
+                ),
+                Err(e) => Err(Failure::Other(anyhow::anyhow!(
+                    "cannot read the export from stdin: {e}"
+                ))),
+            }
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

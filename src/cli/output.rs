@@ -178,6 +178,13 @@ pub fn pinned(t: &TurnResponse) -> String {
     }
 }
 
+pub fn imported(i: &ImportResponse) -> String {
+    format!(
+        "conversation {} imported: {} turns, {} checkpoints",
+        i.conversation, i.turns, i.checkpoints
+    )
+}
+
 pub fn status(s: &ConversationResponse) -> String {
     let latest = match &s.latest_checkpoint {
         Some(c) => format!(

@@ -96,6 +96,14 @@ impl From<service::Error> for Error {
                 ),
                 json!({ "checkpoint_id": checkpoint_id, "field": "pinned" }),
             ),
+            E::Import(ref refused) => Error::unprocessable(
+                format!("the import was refused at {refused}; nothing was imported"),
+                json!({ "line": refused.line }),
+            ),
+            E::ImportOverExisting(_) => Error::conflict(
+                format!("{e}; nothing was imported (erase it first, or import under another name)"),
+                json!({}),
+            ),
             E::Store(e) => e.into(),
             E::Blocking(_) => Error::Internal(e.into()),
         }

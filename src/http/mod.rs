@@ -80,6 +80,9 @@ pub struct Shared<S> {
     pub draining: Arc<AtomicBool>,
     /// The background probe's last verdict on the database, which `/readyz` answers.
     pub readiness: Arc<readiness::Readiness>,
+    /// How long conversations are kept, and how often retention looks.
+    pub retention: crate::service::Retention,
+    pub retention_every: Duration,
 }
 
 impl<S> AppState<S> {
@@ -112,7 +115,19 @@ fn rest<S: Store>(state: &AppState<S>, extra: Router<AppState<S>>) -> Router {
     let state = state.clone();
     let conversation = "/v1/conversations/{conversation}";
     let api = Router::new()
-        .route(conversation, get(turns::conversation::<S>))
+        .route("/v1/conversations", get(lifecycle::list::<S>))
+        .route(
+            conversation,
+            get(turns::conversation::<S>).delete(lifecycle::erase::<S>),
+        )
+        .route(
+            &format!("{conversation}/export"),
+            get(lifecycle::export::<S>),
+        )
+        .route(
+            &format!("{conversation}/import"),
+            post(lifecycle::import::<S>),
+        )
         .route(&format!("{conversation}/turns"), post(turns::append::<S>))
         .route(
             &format!("{conversation}/turns/{{id}}"),

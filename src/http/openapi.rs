@@ -154,6 +154,10 @@ impl Modify for BearerAuth {
     paths(
         handlers::turns::append,
         handlers::turns::conversation,
+        handlers::lifecycle::list,
+        handlers::lifecycle::erase,
+        handlers::lifecycle::export,
+        handlers::lifecycle::import,
         handlers::turns::turn,
         handlers::turns::set_pinned,
         handlers::compactions::propose,
@@ -175,11 +179,12 @@ impl Modify for BearerAuth {
         ContextResponse, ContextItem, CompactionPlanResponse, IdRange, IdRanges, Role, Mode, Outcome,
         CoveragePath, TruncationSignal, TurnStatus, Reason, Rejection, TurnPatch, AnchorOrigin,
         Advice, AdviceReason, PlannedTurn, AnchorEvidence, SearchResponse, SearchTerm, SearchHit,
-        SearchSnippet, SearchMatch
+        SearchSnippet, SearchMatch, ConversationListResponse, ConversationListItem, ImportResponse
     )),
     modifiers(&BearerAuth),
     tags(
         (name = "turns", description = "The raw turn log"),
+        (name = "conversations", description = "The tenant's conversations: list, erase, export and import"),
         (name = "compactions", description = "Compaction proposals and the checkpoints they persist"),
         (name = "reads", description = "Reconstruct, context, search and the compaction plan"),
         (name = "operations", description = "Probes and metrics; no key needed")

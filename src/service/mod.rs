@@ -6,12 +6,14 @@
 //! conversation's lock only for what can change under it (see `propose.rs`).
 
 mod append;
+mod lifecycle;
 mod pins;
 mod propose;
 mod reads;
 mod search;
 mod tenant_slots;
 
+pub use lifecycle::{Erasure, Export, Retention};
 pub use propose::Proposed;
 pub use tenant_slots::TenantSlots;
 
@@ -50,6 +52,8 @@ enum CpuWork {
     Context,
     /// Ranking search candidates, and locating the terms in the hits.
     Search,
+    /// Parsing and checking an import.
+    Import,
 }
 
 impl CpuWork {
@@ -62,6 +66,7 @@ impl CpuWork {
             CpuWork::Evidence => "evidence",
             CpuWork::Context => "context",
             CpuWork::Search => "search",
+            CpuWork::Import => "import",
         }
     }
 }
@@ -201,6 +206,10 @@ pub enum Error {
         conversation: ConversationId,
         max: i64,
     },
+    #[error("the import was refused at {0}")]
+    Import(crate::transfer::ImportError),
+    #[error("conversation {0} already holds turns: an import needs an empty or new conversation")]
+    ImportOverExisting(ConversationId),
     #[error("checkpoint {checkpoint_id} already covers turn {turn}")]
     PinCovered { checkpoint_id: i64, turn: i64 },
     #[error(transparent)]

@@ -10,7 +10,7 @@ use crate::context;
 use crate::coverage::{Policy, Reason, TurnFacts, distinctive, locate};
 use crate::domain::{ConversationId, TenantId};
 use crate::plan::{self, Rejections};
-use crate::store::{self, CheckpointRow, ReconstructRow, Store, StoredTurn};
+use crate::store::{self, CheckpointRow, Head, ReconstructRow, Store, StoredTurn};
 
 impl<S: Store> Service<S> {
     pub async fn turn(
@@ -87,19 +87,17 @@ impl<S: Store> Service<S> {
             })
     }
 
-    /// The conversation's latest checkpoint id, which keys a cached reconstruct answer; a
-    /// missing conversation does not hold `turn`.
-    pub async fn latest_checkpoint(
+    /// The conversation's incarnation and latest checkpoint id, which key a cached reconstruct
+    /// answer; a missing conversation does not hold `turn`.
+    pub async fn head(
         &self,
         tenant: &TenantId,
         conversation: &ConversationId,
         turn: i64,
-    ) -> Result<Option<i64>> {
-        (self.store.latest_checkpoint(tenant, conversation).await?).ok_or_else(|| {
-            Error::TurnNotInLog {
-                conversation: conversation.clone(),
-                turn,
-            }
+    ) -> Result<Head> {
+        (self.store.head(tenant, conversation).await?).ok_or_else(|| Error::TurnNotInLog {
+            conversation: conversation.clone(),
+            turn,
         })
     }
 

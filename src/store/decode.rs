@@ -28,3 +28,26 @@ pub(super) fn json<T: serde::de::DeserializeOwned>(raw: &str) -> Result<T> {
 pub(super) fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
     serde_json::to_string(value).map_err(Error::invariant)
 }
+
+/// `candidates_used` as stored (a little-endian u16 per turn of the range; NULL before they
+/// were kept).
+pub(super) fn candidates_used(bytes: Option<&[u8]>) -> Result<Vec<u16>> {
+    let bytes = bytes.unwrap_or_default();
+    if bytes.len() % 2 != 0 {
+        return Err(Error::invariant("candidates_used has an odd length"));
+    }
+    Ok(bytes
+        .chunks_exact(2)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]))
+        .collect())
+}
+
+/// A stored (tenant, conversation) pair.
+pub(super) fn conversation_key(
+    (tenant, conversation): (String, String),
+) -> Result<(crate::domain::TenantId, crate::domain::ConversationId)> {
+    Ok((
+        crate::domain::TenantId::parse(&tenant).map_err(Error::invariant)?,
+        crate::domain::ConversationId::parse(&conversation).map_err(Error::invariant)?,
+    ))
+}

@@ -76,13 +76,45 @@ pub trait Store: Clone + Send + Sync + 'static {
         key: &str,
         not_before: i64,
     ) -> impl Future<Output = Result<Option<StoredAnswer>>> + Send;
-    /// The conversation's latest checkpoint id (`Some(None)`: none yet), or `None` if the
-    /// conversation does not exist: one primary-key read.
-    fn latest_checkpoint(
+    /// The conversation's incarnation and latest checkpoint id, or `None` if the conversation
+    /// does not exist: one primary-key read.
+    fn head(
         &self,
         tenant: &TenantId,
         conversation: &ConversationId,
-    ) -> impl Future<Output = Result<Option<Option<i64>>>> + Send;
+    ) -> impl Future<Output = Result<Option<Head>>> + Send;
+    /// The tenant's conversations in name order: at most `page.limit`, each after `page.after`
+    /// when given, only those whose name starts with `page.prefix` when given.
+    fn conversations(
+        &self,
+        tenant: &TenantId,
+        page: ListPage<'_>,
+    ) -> impl Future<Output = Result<Vec<ConversationListing>>> + Send;
+    /// The turns `[from, end)` (`turns`) with their stored profiles, in id order, at most `limit`.
+    fn export_turns(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        turns: (i64, i64),
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<ExportedTurn>>> + Send;
+    /// The checkpoints `(after, last]` (`checkpoints`), whole (summary, every turn's detail, the candidates
+    /// used), in id order, at most `limit`.
+    fn export_checkpoints(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        checkpoints: (i64, i64),
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<ExportedCheckpoint>>> + Send;
+    /// At most `limit` conversations whose last append is older than `idle_since`: of
+    /// `tenants` when it names some (`Only`), or of every tenant but those (`AllBut`).
+    fn idle_conversations(
+        &self,
+        tenants: TenantFilter<'_>,
+        idle_since: DateTime<Utc>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<(TenantId, ConversationId)>>> + Send;
     fn conversation(
         &self,
         tenant: &TenantId,
@@ -252,6 +284,21 @@ pub trait WriteTx: Send {
         id: i64,
         pinned: bool,
     ) -> impl Future<Output = Result<Option<StoredTurn>>> + Send;
+    /// Deletes the conversation and everything of it: turns, checkpoints, Idempotency-Key
+    /// records, candidate counts, search index entries. `false` if it did not exist.
+    fn erase(
+        &mut self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+    ) -> impl Future<Output = Result<bool>> + Send;
+    /// Gives an imported conversation, its turns and its checkpoints the times and churn-guard
+    /// state of the export, which inserting them set to now.
+    fn restore(
+        &mut self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        restored: &Restored<'_>,
+    ) -> impl Future<Output = Result<()>> + Send;
     fn commit(self) -> impl Future<Output = Result<()>> + Send;
 }
 
@@ -293,8 +340,70 @@ pub struct StoredTurn {
     pub created_at: DateTime<Utc>,
 }
 
+/// What a cached answer's key needs of its conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Head {
+    /// Given when the conversation is created: one erased and created again has another.
+    pub incarnation: i64,
+    pub latest_checkpoint: Option<i64>,
+}
+
+/// One page of a tenant's conversations.
+#[derive(Debug, Clone, Copy)]
+pub struct ListPage<'a> {
+    pub prefix: Option<&'a str>,
+    pub after: Option<&'a str>,
+    pub limit: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct ConversationListing {
+    pub conversation: String,
+    pub next_id: i64,
+    pub latest_checkpoint: Option<i64>,
+    pub last_append_at: DateTime<Utc>,
+}
+
+/// Whose conversations retention looks at.
+#[derive(Debug, Clone, Copy)]
+pub enum TenantFilter<'a> {
+    Only(&'a TenantId),
+    AllBut(&'a [TenantId]),
+}
+
+/// A turn as an export writes it: the stored turn and its term profile's bytes.
+#[derive(Debug, Clone)]
+pub struct ExportedTurn {
+    pub turn: StoredTurn,
+    pub profile: Option<Vec<u8>>,
+}
+
+/// A checkpoint whole, as an export writes it.
+#[derive(Debug, Clone)]
+pub struct ExportedCheckpoint {
+    pub checkpoint_id: i64,
+    pub created_at: DateTime<Utc>,
+    pub summary: String,
+    pub verdict: Verdict,
+    /// Per turn of the range (empty for a checkpoint stored before they were kept).
+    pub candidates_used: Vec<u16>,
+}
+
+/// What an import puts back after inserting: the export's times and churn-guard state.
+#[derive(Debug, Clone, Copy)]
+pub struct Restored<'a> {
+    pub created_at: DateTime<Utc>,
+    pub last_append_at: DateTime<Utc>,
+    pub rejected_from: Option<i64>,
+    pub rejected_streak: u32,
+    pub turn_times: &'a [(i64, DateTime<Utc>)],
+    pub checkpoint_times: &'a [(i64, DateTime<Utc>)],
+}
+
 #[derive(Debug, Clone)]
 pub struct ConversationRow {
+    pub created_at: DateTime<Utc>,
+    pub last_append_at: DateTime<Utc>,
     pub next_id: i64,
     pub total_tokens: i64,
     pub checkpoint_count: i64,
@@ -426,6 +535,11 @@ pub enum FeedEvent<'a> {
     Lost,
     /// A checkpoint of this conversation was committed.
     Checkpoint {
+        tenant: &'a str,
+        conversation: &'a str,
+    },
+    /// This conversation was erased.
+    Erased {
         tenant: &'a str,
         conversation: &'a str,
     },

@@ -318,7 +318,7 @@ async fn an_unknown_route_is_404_problem_json() {
         "/",
         "/v1",
         "/v2/conversations/c",
-        "/v1/conversations",
+        "/v1/conversation",
         "/v1/conversations/c/turn/0",
         "/v1/conversations/c/turns/0/extra",
         "/v1/conversations/c/unknown",
@@ -343,8 +343,11 @@ async fn a_wrong_method_is_405_problem_json() {
     let app = spawn_app().await;
     let before = seeded(&app).await;
     let cases = [
-        ("DELETE", "/v1/conversations/c"),
+        ("PUT", "/v1/conversations/c"),
         ("PUT", "/v1/conversations/c/turns"),
+        ("DELETE", "/v1/conversations"),
+        ("POST", "/v1/conversations/c/export"),
+        ("GET", "/v1/conversations/c/import"),
         ("GET", "/v1/conversations/c/turns"),
         ("POST", "/v1/conversations/c/reconstruct/0"),
         ("DELETE", "/v1/conversations/c/compactions/1"),

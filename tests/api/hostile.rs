@@ -438,7 +438,12 @@ fn table() -> Vec<Case> {
         bad(post("non-ASCII Idempotency-Key", COMPACTIONS, proposal("")).header("Idempotency-Key", "cl\u{e9}".as_bytes()), 400, Some("Idempotency-Key"), "visible ASCII"),
         bad(post("Idempotency-Key with \\xff", TURNS, valid_turns.clone()).header("Idempotency-Key", [b"k".as_slice(), &[0xff]].concat()), 400, Some("Idempotency-Key"), "visible ASCII"),
         // ---- Methods -----------------------------------------------------------------------
-        bad(get("DELETE a conversation", C).method("DELETE"), 405, None, "DELETE"),
+        bad(get("PUT a conversation", C).method("PUT"), 405, None, "PUT"),
+        // ---- The tenant's conversations: list, import -------------------------------------
+        bad(get("a list page of 0", "/v1/conversations?limit=0"), 400, Some("limit"), "between 1 and 1000"),
+        bad(get("a list cursor outside the id alphabet", "/v1/conversations?cursor=a%2Fb"), 400, Some("cursor"), "at most 128"),
+        bad(post("an import sent as JSON", format!("{C}/import"), r#"{"type":"conversation"}"#), 415, None, "x-ndjson"),
+        bad(post("an import without its header", format!("{C}-new/import"), r#"{"type":"turn"}"#).content_type(Some("application/x-ndjson")), 422, None, "line 1"),
         // ---- Credentials: 401 before anything else is looked at ----------------------------
         bad(post("no key", TURNS, valid_turns.clone()).auth(Auth::Missing), 401, None, "credentials"),
         bad(post("no key and a malformed body", COMPACTIONS, "{").auth(Auth::Missing), 401, None, "credentials"),

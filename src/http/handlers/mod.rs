@@ -2,6 +2,7 @@
 
 pub mod compactions;
 pub mod health;
+pub mod lifecycle;
 pub mod reads;
 pub mod search;
 pub mod turns;

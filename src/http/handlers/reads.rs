@@ -40,9 +40,9 @@ pub async fn reconstruct<S: Store>(
     let answer = match state.reconstruct_cache.as_deref() {
         None => reconstruct_cache::serialize(read.await?),
         Some(cache) => {
-            let latest = service.latest_checkpoint(&tenant, &conversation, turn);
+            let head = service.head(&tenant, &conversation, turn);
             let key = (tenant.clone(), conversation.clone());
-            cache.answer(key, turn, latest, read).await?
+            cache.answer(key, turn, head, read).await?
         }
     };
     Ok(respond(answer))

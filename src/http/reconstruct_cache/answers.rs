@@ -14,6 +14,8 @@ use std::hash::{Hash, Hasher};
 pub struct AnswerKey {
     pub tenant: TenantId,
     pub conversation: ConversationId,
+    /// Which life of the conversation: one erased and created again has another.
+    pub incarnation: i64,
     pub turn: i64,
     pub latest_checkpoint: Option<i64>,
 }
@@ -30,6 +32,7 @@ pub struct Answer {
 struct SummaryKey {
     tenant: TenantId,
     conversation: ConversationId,
+    incarnation: i64,
     checkpoint_id: i64,
 }
 
@@ -38,6 +41,7 @@ struct SummaryKey {
 struct SummaryKeyRef<'a> {
     tenant: &'a TenantId,
     conversation: &'a ConversationId,
+    incarnation: i64,
     checkpoint_id: i64,
 }
 
@@ -68,6 +72,7 @@ impl Equivalent<Key> for SummaryKeyRef<'_> {
     fn equivalent(&self, key: &Key) -> bool {
         matches!(key, Key::Summary(k) if &k.tenant == self.tenant
             && &k.conversation == self.conversation
+            && k.incarnation == self.incarnation
             && k.checkpoint_id == self.checkpoint_id)
     }
 }
@@ -133,6 +138,7 @@ impl Answers {
                 let summary = SummaryKeyRef {
                     tenant: &key.tenant,
                     conversation: &key.conversation,
+                    incarnation: key.incarnation,
                     checkpoint_id,
                 };
                 // Evicted before the answer: a miss, and the answer is read again.
@@ -159,12 +165,14 @@ impl Answers {
                 let kept = SummaryKeyRef {
                     tenant: &key.tenant,
                     conversation: &key.conversation,
+                    incarnation: key.incarnation,
                     checkpoint_id,
                 };
                 if self.cache.get(&kept).is_none() {
                     let summary_key = SummaryKey {
                         tenant: key.tenant.clone(),
                         conversation: key.conversation.clone(),
+                        incarnation: key.incarnation,
                         checkpoint_id,
                     };
                     self.cache
@@ -189,6 +197,32 @@ impl Answers {
         };
         self.cache.insert(Key::Answer(key), Value::Answer(stored));
         answer
+    }
+
+    /// Drops every answer and summary of these conversations (any incarnation): one pass over
+    /// the cache, however many.
+    pub fn forget(&self, conversations: &[(TenantId, ConversationId)]) {
+        self.cache.retain(|key, _| {
+            let (tenant, conversation) = match key {
+                Key::Answer(k) => (&k.tenant, &k.conversation),
+                Key::Summary(k) => (&k.tenant, &k.conversation),
+            };
+            !conversations
+                .iter()
+                .any(|(t, c)| t == tenant && c == conversation)
+        });
+    }
+
+    pub fn clear(&self) {
+        self.cache.clear();
+    }
+
+    /// Whether any answer or summary of the conversation is held (any incarnation).
+    pub fn holds(&self, tenant: &TenantId, conversation: &ConversationId) -> bool {
+        self.cache.iter().any(|(key, _)| match key {
+            Key::Answer(k) => &k.tenant == tenant && &k.conversation == conversation,
+            Key::Summary(k) => &k.tenant == tenant && &k.conversation == conversation,
+        })
     }
 }
 
@@ -243,6 +277,7 @@ mod tests {
         AnswerKey {
             tenant: TenantId::single(),
             conversation: ConversationId::parse("c").unwrap(),
+            incarnation: 1,
             turn,
             latest_checkpoint: Some(1),
         }
@@ -316,6 +351,7 @@ mod tests {
         let summary = SummaryKeyRef {
             tenant: &TenantId::single(),
             conversation: &ConversationId::parse("c").unwrap(),
+            incarnation: 1,
             checkpoint_id: 1,
         };
         assert!(answers.cache.remove(&summary).is_some());

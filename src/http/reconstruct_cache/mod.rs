@@ -2,7 +2,11 @@
 //!
 //! A turn never changes once logged, and neither does a checkpoint; what can change is which
 //! checkpoint decides a turn, and only by a newer checkpoint of its conversation. So an answer is
-//! keyed by (tenant, conversation, turn, the conversation's latest checkpoint id).
+//! keyed by (tenant, conversation, its incarnation, turn, the conversation's latest checkpoint
+//! id). The incarnation is new each time a conversation is created, so one erased and created
+//! again (whose checkpoint ids start again at 1) is never answered from the old one's entries;
+//! an erasure also drops the old entries, here at once and in other processes when the feed
+//! reports it.
 //!
 //! That id is known without a query while the store's checkpoint feed is up (Postgres: `LISTEN`
 //! on a trigger's `NOTIFY`): a reported checkpoint makes its conversation's id unknown, and the
@@ -17,7 +21,7 @@ pub use answers::{Answer, AnswerKey, serialize};
 
 use crate::api::ReconstructResponse;
 use crate::domain::{ConversationId, TenantId};
-use crate::store::FeedEvent;
+use crate::store::{FeedEvent, Head};
 use answers::Answers;
 use quick_cache::sync::Cache;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
@@ -31,12 +35,15 @@ const KNOWN_CONVERSATIONS: usize = 100_000;
 pub struct ReconstructCache {
     /// Bounded by bytes: answers differ in size by orders of magnitude.
     answers: Answers,
-    /// Each conversation's latest checkpoint id (`None`: none yet), trusted only while `feed_up`.
-    latest: Cache<ConversationKey, Option<i64>>,
+    /// Each conversation's incarnation and latest checkpoint id, trusted only while `feed_up`.
+    latest: Cache<ConversationKey, Head>,
     feed_up: AtomicBool,
     /// Moves on every checkpoint reported and every change of the feed: a read of the latest id
     /// that overlapped a move may be older than the move, so it is not remembered.
     moves: AtomicU64,
+    /// Moves on every erasure: an answer read across one is not kept, so that nothing of an
+    /// erased conversation stays in memory.
+    erasures: AtomicU64,
 }
 
 /// Taken before reading a latest checkpoint id from the database; see [`ReconstructCache::learn`].
@@ -51,39 +58,46 @@ impl ReconstructCache {
             latest: Cache::new(KNOWN_CONVERSATIONS),
             feed_up: AtomicBool::new(false),
             moves: AtomicU64::new(0),
+            erasures: AtomicU64::new(0),
         })
     }
 
     /// The answer for `turn` of `conversation`: from memory when its key is known, else from
-    /// `read`. The key needs the conversation's latest checkpoint id, read with `read_latest`
-    /// unless the feed vouches for the one remembered. Both futures run only if needed.
+    /// `read`. The key needs the conversation's head, read with `read_head` unless the feed
+    /// vouches for the one remembered. Both futures run only if needed.
     pub async fn answer<E>(
         &self,
         conversation: ConversationKey,
         turn: i64,
-        read_latest: impl Future<Output = Result<Option<i64>, E>>,
+        read_head: impl Future<Output = Result<Head, E>>,
         read: impl Future<Output = Result<ReconstructResponse, E>>,
     ) -> Result<Answer, E> {
-        let latest = match self.known_latest(&conversation) {
-            Some(latest) => latest,
+        let erasures = self.erasures.load(SeqCst);
+        let head = match self.known_head(&conversation) {
+            Some(head) => head,
             None => {
                 let started = self.read_started();
-                let latest = read_latest.await?;
-                self.learn(&conversation, latest, started);
-                latest
+                let head = read_head.await?;
+                self.learn(&conversation, head, started);
+                head
             }
         };
         let (tenant, conversation) = conversation;
         let key = AnswerKey {
             tenant,
             conversation,
+            incarnation: head.incarnation,
             turn,
-            latest_checkpoint: latest,
+            latest_checkpoint: head.latest_checkpoint,
         };
-        match self.get(&key) {
-            Some(hit) => Ok(hit),
-            None => Ok(self.keep(key, read.await?)),
+        if let Some(hit) = self.get(&key) {
+            return Ok(hit);
         }
+        let response = read.await?;
+        if self.erasures.load(SeqCst) != erasures {
+            return Ok(serialize(response));
+        }
+        Ok(self.keep(key, response))
     }
 
     pub fn get(&self, key: &AnswerKey) -> Option<Answer> {
@@ -95,8 +109,8 @@ impl ReconstructCache {
         self.answers.keep(key, response)
     }
 
-    /// The conversation's latest checkpoint id, when it can be trusted without a query.
-    pub fn known_latest(&self, conversation: &ConversationKey) -> Option<Option<i64>> {
+    /// The conversation's head, when it can be trusted without a query.
+    pub fn known_head(&self, conversation: &ConversationKey) -> Option<Head> {
         if !self.feed_up.load(SeqCst) {
             return None;
         }
@@ -112,13 +126,13 @@ impl ReconstructCache {
         ReadStarted(self.moves.load(SeqCst))
     }
 
-    /// Remembers a latest checkpoint id read from the database, unless something moved while it
-    /// was read (then the next request reads it again).
-    pub fn learn(&self, conversation: &ConversationKey, latest: Option<i64>, started: ReadStarted) {
+    /// Remembers a head read from the database, unless something moved while it was read
+    /// (then the next request reads it again).
+    pub fn learn(&self, conversation: &ConversationKey, head: Head, started: ReadStarted) {
         if !self.feed_up.load(SeqCst) {
             return;
         }
-        self.latest.insert(conversation.clone(), latest);
+        self.latest.insert(conversation.clone(), head);
         // A move after `started` may have removed the entry before the insert above: undo it.
         // A move after this check removes it itself.
         if self.moves.load(SeqCst) != started.0 {
@@ -132,9 +146,36 @@ impl ReconstructCache {
         self.latest.remove(conversation);
     }
 
+    /// These conversations were erased (here, by retention, or reported by the feed): their
+    /// heads and every answer and summary of theirs are forgotten.
+    pub fn conversations_erased(&self, conversations: &[ConversationKey]) {
+        self.erasures.fetch_add(1, SeqCst);
+        self.moves.fetch_add(1, SeqCst);
+        for conversation in conversations {
+            self.latest.remove(conversation);
+        }
+        self.answers.forget(conversations);
+    }
+
+    /// Whether anything of the conversation is held in memory (for tests and operators: after
+    /// an erasure, nothing may be).
+    pub fn holds(&self, conversation: &ConversationKey) -> bool {
+        self.answers.holds(&conversation.0, &conversation.1)
+    }
+
     /// Applies what the store's checkpoint feed reports.
     pub fn on_feed(&self, event: FeedEvent<'_>) {
         match event {
+            FeedEvent::Erased {
+                tenant,
+                conversation,
+            } => {
+                if let (Ok(tenant), Ok(conversation)) =
+                    (TenantId::parse(tenant), ConversationId::parse(conversation))
+                {
+                    self.conversations_erased(&[(tenant, conversation)]);
+                }
+            }
             FeedEvent::Checkpoint {
                 tenant,
                 conversation,
@@ -152,8 +193,10 @@ impl ReconstructCache {
                 metrics::gauge!("gatekeeper_checkpoint_feed_up").set(0.0);
             }
             FeedEvent::Connected => {
-                // Anything committed while the feed was down went unreported.
+                // Anything committed or erased while the feed was down went unreported.
                 self.forget_all();
+                self.erasures.fetch_add(1, SeqCst);
+                self.answers.clear();
                 self.feed_up.store(true, SeqCst);
                 metrics::gauge!("gatekeeper_checkpoint_feed_up").set(1.0);
                 tracing::info!("checkpoint feed up: reconstruct answers served without a query");
@@ -175,6 +218,13 @@ mod tests {
         (TenantId::single(), ConversationId::parse(name).unwrap())
     }
 
+    fn head(latest_checkpoint: Option<i64>) -> Head {
+        Head {
+            incarnation: 7,
+            latest_checkpoint,
+        }
+    }
+
     fn cache_with_feed_up() -> ReconstructCache {
         let cache = ReconstructCache::new(1 << 20).unwrap();
         cache.on_feed(FeedEvent::Connected);
@@ -185,16 +235,16 @@ mod tests {
     fn no_id_is_trusted_before_the_feed_is_up() {
         let cache = ReconstructCache::new(1 << 20).unwrap();
         let started = cache.read_started();
-        cache.learn(&conversation("c"), Some(1), started);
-        assert_eq!(cache.known_latest(&conversation("c")), None);
+        cache.learn(&conversation("c"), head(Some(1)), started);
+        assert_eq!(cache.known_head(&conversation("c")), None);
     }
 
     #[test]
     fn an_id_read_while_nothing_moved_is_remembered() {
         let cache = cache_with_feed_up();
         let started = cache.read_started();
-        cache.learn(&conversation("c"), Some(1), started);
-        assert_eq!(cache.known_latest(&conversation("c")), Some(Some(1)));
+        cache.learn(&conversation("c"), head(Some(1)), started);
+        assert_eq!(cache.known_head(&conversation("c")), Some(head(Some(1))));
     }
 
     #[test]
@@ -207,8 +257,8 @@ mod tests {
             tenant: "default",
             conversation: "other",
         });
-        cache.learn(&conversation("c"), Some(1), started);
-        assert_eq!(cache.known_latest(&conversation("c")), None);
+        cache.learn(&conversation("c"), head(Some(1)), started);
+        assert_eq!(cache.known_head(&conversation("c")), None);
     }
 
     #[test]
@@ -216,38 +266,34 @@ mod tests {
         let cache = cache_with_feed_up();
         for name in ["c", "d"] {
             let started = cache.read_started();
-            cache.learn(&conversation(name), Some(1), started);
+            cache.learn(&conversation(name), head(Some(1)), started);
         }
         cache.on_feed(FeedEvent::Checkpoint {
             tenant: TenantId::single().as_str(),
             conversation: "c",
         });
-        assert_eq!(cache.known_latest(&conversation("c")), None);
-        assert_eq!(cache.known_latest(&conversation("d")), Some(Some(1)));
+        assert_eq!(cache.known_head(&conversation("c")), None);
+        assert_eq!(cache.known_head(&conversation("d")), Some(head(Some(1))));
     }
 
     #[test]
     fn a_lost_feed_forgets_every_id_until_it_is_back() {
         let cache = cache_with_feed_up();
         let started = cache.read_started();
-        cache.learn(&conversation("c"), Some(1), started);
+        cache.learn(&conversation("c"), head(Some(1)), started);
         cache.on_feed(FeedEvent::Lost);
-        assert_eq!(cache.known_latest(&conversation("c")), None);
+        assert_eq!(cache.known_head(&conversation("c")), None);
         let started = cache.read_started();
-        cache.learn(&conversation("c"), Some(2), started);
-        assert_eq!(
-            cache.known_latest(&conversation("c")),
-            None,
-            "not while down"
-        );
+        cache.learn(&conversation("c"), head(Some(2)), started);
+        assert_eq!(cache.known_head(&conversation("c")), None, "not while down");
         cache.on_feed(FeedEvent::Connected);
         assert_eq!(
-            cache.known_latest(&conversation("c")),
+            cache.known_head(&conversation("c")),
             None,
             "nothing from before"
         );
         let started = cache.read_started();
-        cache.learn(&conversation("c"), Some(2), started);
-        assert_eq!(cache.known_latest(&conversation("c")), Some(Some(2)));
+        cache.learn(&conversation("c"), head(Some(2)), started);
+        assert_eq!(cache.known_head(&conversation("c")), Some(head(Some(2))));
     }
 }

@@ -1,4 +1,5 @@
-//! The checkpoint feed: `LISTEN` on the channel the `checkpoints_notify` trigger writes to.
+//! The checkpoint feed: `LISTEN` on the channel the `checkpoints_notify` trigger (and the
+//! erasure trigger, `conversations_notify_erased`) writes to.
 //!
 //! A connection can die without a word: the server's host gone or the network cut, no FIN, no
 //! RST. Waiting for a notification, the feed would then see a quiet channel, not a dead one, and
@@ -26,6 +27,9 @@ const LISTEN_TIMEOUT: Duration = Duration::from_secs(10);
 struct Payload {
     tenant: String,
     conversation: String,
+    /// Set by the erasure trigger (migration 0009).
+    #[serde(default)]
+    erased: bool,
 }
 
 /// Reports every checkpoint committed by any process, forever; reconnects with backoff.
@@ -90,6 +94,10 @@ async fn report(
         match received {
             Ok(Some(notification)) => match serde_json::from_str::<Payload>(notification.payload())
             {
+                Ok(p) if p.erased => on(FeedEvent::Erased {
+                    tenant: &p.tenant,
+                    conversation: &p.conversation,
+                }),
                 Ok(p) => on(FeedEvent::Checkpoint {
                     tenant: &p.tenant,
                     conversation: &p.conversation,

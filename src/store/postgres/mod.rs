@@ -4,6 +4,7 @@
 mod backfill;
 mod feed;
 mod layout;
+mod lifecycle;
 mod reads;
 mod replicas;
 mod search;

@@ -6,8 +6,8 @@ use crate::coverage::{IdRanges, TermProfile, TurnFacts};
 use crate::domain::{ConversationId, TenantId};
 use crate::store::profiles::{encode_candidates_used, stored_facts, term_column, term_from_column};
 use crate::store::{
-    DecidingCheckpoint, Error, IdempotencyClaim, LockedConversation, NewCheckpoint, Result,
-    StoredAnswer, StoredTurn, WriteTx, decode,
+    DecidingCheckpoint, Error, IdempotencyClaim, LockedConversation, NewCheckpoint, Restored,
+    Result, StoredAnswer, StoredTurn, WriteTx, decode,
 };
 use foldhash::HashMap;
 use sqlx::postgres::PgRow;
@@ -46,14 +46,21 @@ impl WriteTx for PgTx {
         tenant: &TenantId,
         conversation: &ConversationId,
     ) -> Result<LockedConversation> {
-        sqlx::query("INSERT INTO conversations (tenant, conversation) VALUES ($1, $2) ON CONFLICT DO NOTHING")
-            .bind(tenant.as_str())
-            .bind(conversation.as_str())
-            .execute(&mut *self.0)
-            .await?;
-        self.lock_conversation(tenant, conversation)
-            .await?
-            .ok_or_else(|| Error::invariant("the conversation row vanished inside its transaction"))
+        // The row found by the insert can be erased before the lock is granted (the erasure
+        // held it); the insert then creates it afresh.
+        for _ in 0..3 {
+            sqlx::query("INSERT INTO conversations (tenant, conversation) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+                .bind(tenant.as_str())
+                .bind(conversation.as_str())
+                .execute(&mut *self.0)
+                .await?;
+            if let Some(locked) = self.lock_conversation(tenant, conversation).await? {
+                return Ok(locked);
+            }
+        }
+        Err(Error::invariant(
+            "the conversation was erased three times while this write waited for it",
+        ))
     }
 
     async fn find_answer(
@@ -157,8 +164,8 @@ impl WriteTx for PgTx {
         .await?;
         let added: i64 = batch.new.iter().map(|(t, _)| i64::from(t.tokens)).sum();
         sqlx::query(
-            "UPDATE conversations SET next_id = $3, total_tokens = total_tokens + $4 \
-             WHERE tenant = $1 AND conversation = $2",
+            "UPDATE conversations SET next_id = $3, total_tokens = total_tokens + $4, \
+               last_append_at = now() WHERE tenant = $1 AND conversation = $2",
         )
         .bind(tenant.as_str())
         .bind(conversation.as_str())
@@ -290,6 +297,19 @@ impl WriteTx for PgTx {
         .execute(&mut *self.0)
         .await?;
         stored_turn(&row).map(Some)
+    }
+
+    async fn erase(&mut self, tenant: &TenantId, conversation: &ConversationId) -> Result<bool> {
+        super::lifecycle::erase(&mut self.0, tenant, conversation).await
+    }
+
+    async fn restore(
+        &mut self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        restored: &Restored<'_>,
+    ) -> Result<()> {
+        super::lifecycle::restore(&mut self.0, tenant, conversation, restored).await
     }
 
     async fn commit(self) -> Result<()> {

@@ -6,6 +6,7 @@
 //! lock up front, which serializes writes across connections and processes.
 
 mod backfill;
+mod lifecycle;
 mod reads;
 mod search;
 mod tx;

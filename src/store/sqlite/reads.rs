@@ -10,10 +10,12 @@ use crate::domain::{ConversationId, Position, TenantId};
 use crate::search::{Posting, Scope};
 use crate::store::profiles::deciding_anchors;
 use crate::store::{
-    Backend, CheckpointRow, ConversationRow, Error, FeedEvent, FeedHeartbeat, LatestCheckpoint,
-    ReconstructRow, Result, SpanningCheckpoint, Store, StoredAnswer, StoredContext, StoredTurn,
+    Backend, CheckpointRow, ConversationListing, ConversationRow, Error, ExportedCheckpoint,
+    ExportedTurn, FeedEvent, FeedHeartbeat, Head, LatestCheckpoint, ListPage, ReconstructRow,
+    Result, SpanningCheckpoint, Store, StoredAnswer, StoredContext, StoredTurn, TenantFilter,
     decode,
 };
+use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 impl Store for SqliteStore {
@@ -94,18 +96,55 @@ impl Store for SqliteStore {
         super::tx::find_answer(&mut conn, tenant, conversation, key, not_before).await
     }
 
-    async fn latest_checkpoint(
-        &self,
-        tenant: &TenantId,
-        conversation: &ConversationId,
-    ) -> Result<Option<Option<i64>>> {
-        Ok(sqlx::query_scalar(
-            "SELECT latest_checkpoint FROM conversations WHERE tenant = ?1 AND conversation = ?2",
+    async fn head(&self, tenant: &TenantId, conversation: &ConversationId) -> Result<Option<Head>> {
+        let row: Option<(i64, Option<i64>)> = sqlx::query_as(
+            "SELECT incarnation, latest_checkpoint FROM conversations WHERE tenant = ?1 AND conversation = ?2",
         )
         .bind(tenant.as_str())
         .bind(conversation.as_str())
         .fetch_optional(&self.pool)
-        .await?)
+        .await?;
+        Ok(row.map(|(incarnation, latest_checkpoint)| Head {
+            incarnation,
+            latest_checkpoint,
+        }))
+    }
+
+    async fn conversations(
+        &self,
+        tenant: &TenantId,
+        page: ListPage<'_>,
+    ) -> Result<Vec<ConversationListing>> {
+        super::lifecycle::conversations(&self.pool, tenant, page).await
+    }
+
+    async fn export_turns(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        range: (i64, i64),
+        limit: u32,
+    ) -> Result<Vec<ExportedTurn>> {
+        super::lifecycle::export_turns(&self.pool, tenant, conversation, range, limit).await
+    }
+
+    async fn export_checkpoints(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        range: (i64, i64),
+        limit: u32,
+    ) -> Result<Vec<ExportedCheckpoint>> {
+        super::lifecycle::export_checkpoints(&self.pool, tenant, conversation, range, limit).await
+    }
+
+    async fn idle_conversations(
+        &self,
+        tenants: TenantFilter<'_>,
+        idle_since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<(TenantId, ConversationId)>> {
+        super::lifecycle::idle_conversations(&self.pool, tenants, idle_since, limit).await
     }
 
     async fn conversation(
@@ -114,7 +153,7 @@ impl Store for SqliteStore {
         conversation: &ConversationId,
     ) -> Result<Option<ConversationRow>> {
         let row = sqlx::query(
-            "SELECT c.next_id, c.total_tokens, c.checkpoint_count, c.rejected_from, c.rejected_streak, \
+            "SELECT c.created_at, c.last_append_at, c.next_id, c.total_tokens, c.checkpoint_count, c.rejected_from, c.rejected_streak, \
                c.facts_version, k.checkpoint_id, k.from_id, k.advanced_to, k.outcome \
              FROM conversations c LEFT JOIN checkpoints k ON k.tenant = c.tenant \
                AND k.conversation = c.conversation AND k.checkpoint_id = c.latest_checkpoint \
@@ -135,6 +174,8 @@ impl Store for SqliteStore {
             None => None,
         };
         Ok(Some(ConversationRow {
+            created_at: row.try_get("created_at")?,
+            last_append_at: row.try_get("last_append_at")?,
             next_id: row.try_get("next_id")?,
             total_tokens: row.try_get("total_tokens")?,
             checkpoint_count: row.try_get("checkpoint_count")?,

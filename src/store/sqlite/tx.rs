@@ -7,8 +7,8 @@ use crate::coverage::{IdRanges, TurnFacts};
 use crate::domain::{ConversationId, TenantId};
 use crate::store::profiles::{encode_candidates_used, stored_facts, term_column, term_from_column};
 use crate::store::{
-    DecidingCheckpoint, Error, IdempotencyClaim, LockedConversation, NewCheckpoint, Result,
-    StoredAnswer, StoredTurn, WriteTx, decode,
+    DecidingCheckpoint, Error, IdempotencyClaim, LockedConversation, NewCheckpoint, Restored,
+    Result, StoredAnswer, StoredTurn, WriteTx, decode,
 };
 use foldhash::HashMap;
 use sqlx::sqlite::SqliteRow;
@@ -46,7 +46,8 @@ impl WriteTx for SqliteTx {
         tenant: &TenantId,
         conversation: &ConversationId,
     ) -> Result<LockedConversation> {
-        sqlx::query("INSERT INTO conversations (tenant, conversation) VALUES (?1, ?2) ON CONFLICT DO NOTHING")
+        // SQLite has no sequences: a random incarnation (see the migration 0007).
+        sqlx::query("INSERT INTO conversations (tenant, conversation, incarnation) VALUES (?1, ?2, random()) ON CONFLICT DO NOTHING")
             .bind(tenant.as_str())
             .bind(conversation.as_str())
             .execute(&mut *self.0)
@@ -182,7 +183,8 @@ impl WriteTx for SqliteTx {
         .await?;
         let added: i64 = batch.new.iter().map(|(t, _)| i64::from(t.tokens)).sum();
         sqlx::query(
-            "UPDATE conversations SET next_id = ?3, total_tokens = total_tokens + ?4 \
+            "UPDATE conversations SET next_id = ?3, total_tokens = total_tokens + ?4, \
+               last_append_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') \
              WHERE tenant = ?1 AND conversation = ?2",
         )
         .bind(tenant.as_str())
@@ -318,6 +320,19 @@ impl WriteTx for SqliteTx {
         .execute(&mut *self.0)
         .await?;
         stored_turn(&row).map(Some)
+    }
+
+    async fn erase(&mut self, tenant: &TenantId, conversation: &ConversationId) -> Result<bool> {
+        super::lifecycle::erase(&mut self.0, tenant, conversation).await
+    }
+
+    async fn restore(
+        &mut self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        restored: &Restored<'_>,
+    ) -> Result<()> {
+        super::lifecycle::restore(&mut self.0, tenant, conversation, restored).await
     }
 
     async fn commit(self) -> Result<()> {

@@ -171,6 +171,47 @@ impl TestApp {
         .expect("request sent")
     }
 
+    pub async fn delete(&self, path: &str) -> Response {
+        self.authed(self.client.delete(self.url(path)))
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// `DELETE /v1/conversations/{conversation}`.
+    pub async fn erase(&self, conversation: &str) -> Response {
+        self.delete(&format!("/v1/conversations/{conversation}"))
+            .await
+    }
+
+    /// `GET .../export`: the NDJSON, after checking it is a 200 of that type.
+    pub async fn export(&self, conversation: &str) -> String {
+        let response = self
+            .get(&format!("/v1/conversations/{conversation}/export"))
+            .await;
+        assert_eq!(
+            response.status(),
+            StatusCode::OK,
+            "export of {conversation}"
+        );
+        assert_eq!(
+            response.headers()["content-type"],
+            "application/x-ndjson",
+            "an export is NDJSON"
+        );
+        response.text().await.expect("the export's text")
+    }
+
+    /// `POST .../import` with `ndjson`.
+    pub async fn import(&self, conversation: &str, ndjson: impl Into<reqwest::Body>) -> Response {
+        self.post_raw(
+            &format!("/v1/conversations/{conversation}/import"),
+            "application/x-ndjson",
+            ndjson,
+        )
+        .await
+    }
+
     pub async fn patch(&self, path: &str, body: &Value) -> Response {
         self.authed(self.client.patch(self.url(path)).json(body))
             .send()

@@ -219,7 +219,12 @@ pub struct EmptyDb {
 
 impl EmptyDb {
     pub async fn new() -> EmptyDb {
-        match backend() {
+        Self::on(backend()).await
+    }
+
+    /// On the given backend, whichever the tests run on (Postgres needs `DATABASE_URL`).
+    pub async fn on(backend: Backend) -> EmptyDb {
+        match backend {
             Backend::Postgres => {
                 let admin_url = std::env::var("DATABASE_URL")
                     .expect("the Postgres test backend needs DATABASE_URL=postgres://… of a server to create databases on");
@@ -272,5 +277,10 @@ impl EmptyDb {
 impl TestDb {
     pub async fn fresh() -> TestDb {
         EmptyDb::new().await.connect().await
+    }
+
+    /// A fresh SQLite database, whichever backend the tests run on.
+    pub async fn fresh_sqlite() -> TestDb {
+        EmptyDb::on(Backend::Sqlite).await.connect().await
     }
 }

@@ -21,9 +21,12 @@ from .context_item_type_1_type import ContextItemType1Type
 from .context_item_type_2 import ContextItemType2
 from .context_item_type_2_type import ContextItemType2Type
 from .context_response import ContextResponse
+from .conversation_list_item import ConversationListItem
+from .conversation_list_response import ConversationListResponse
 from .conversation_response import ConversationResponse
 from .coverage_path import CoveragePath
 from .evidence import Evidence
+from .import_response import ImportResponse
 from .mode import Mode
 from .outcome import Outcome
 from .planned_turn import PlannedTurn
@@ -69,9 +72,12 @@ __all__ = (
     "ContextItemType2",
     "ContextItemType2Type",
     "ContextResponse",
+    "ConversationListItem",
+    "ConversationListResponse",
     "ConversationResponse",
     "CoveragePath",
     "Evidence",
+    "ImportResponse",
     "Mode",
     "Outcome",
     "PlannedTurn",
