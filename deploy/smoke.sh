@@ -158,12 +158,13 @@ step "SQLite data survives a container restart"
 t0=$(now_ms)
 start_gatekeeper gks-gatekeeper-2 "${pod_env[@]}"
 wait_ready
-after=$(agent status "${conversation}" --json)
+after=$(agent status "${conversation}" --json) || fail "after the restart the log has no ${conversation}"
 [[ "$(summarise_state "${after}")" == "$(summarise_state "${before}")" ]] \
   || fail "after the restart: $(summarise_state "${after}"), before: $(summarise_state "${before}")"
 agent reconstruct "${conversation}" "${covered_turn}" --json >"${work}/reconstruct-after.json"
 cmp -s "${work}/reconstruct-before.json" "${work}/reconstruct-after.json" || fail "reconstruct answers differently after the restart"
-drained=$(json "$(agent status drain --json)" 'd["next_id"]')
+drained=$(agent status drain --json) || fail "after the restart the log has no drained append"
+drained=$(json "${drained}" 'd["next_id"]')
 [[ "${drained}" == 10000 ]] || fail "the append drained at SIGTERM holds ${drained} turns after the restart"
 ok "a new container on the same volume, ready in $((ready_ms - t0)) ms: ${conversation} $(summarise_state "${after}"), reconstruct byte-identical, the drained append's 10000 turns kept"
 stop_gatekeeper
@@ -171,8 +172,7 @@ stop_gatekeeper
 
 step "API keys are required to listen beyond loopback"
 start_gatekeeper gks-nokeys --env GATEKEEPER_DATA_DIR=/data --bind "${work}/data:/data"
-gk_status=0
-wait "${gk_runc}" || gk_status=$?
+wait_exit 20
 [[ "${gk_status}" != 0 ]] || fail "the image's defaults (GATEKEEPER_LISTEN=0.0.0.0:8080) started without keys"
 grep -q 'no API keys' "${gk_log}" || fail "refused, but not for the keys: $(cat "${gk_log}")"
 ok "the image's own listen address (0.0.0.0:8080) without keys: exit ${gk_status}, \"$(grep -o 'no API keys[^;]*' "${gk_log}" | head -n 1)\""

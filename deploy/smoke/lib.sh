@@ -59,6 +59,22 @@ wait_ready() {
   ready_ms=$(now_ms)
 }
 
+# wait_exit <timeout s>: the container's exit status in gk_status; a container still running
+# then is killed and fails the run.
+wait_exit() {
+  local deadline=$((SECONDS + $1))
+  while kill -0 "${gk_runc}" 2>/dev/null; do
+    if ((SECONDS >= deadline)); then
+      runc kill "${gk_id}" KILL 2>/dev/null || true
+      wait "${gk_runc}" || true
+      fail "${gk_id} still running after $1s"
+    fi
+    sleep 0.1
+  done
+  gk_status=0
+  wait "${gk_runc}" || gk_status=$?
+}
+
 gk_pid() { runc state "${gk_id}" | python3 -c 'import json, sys; print(json.load(sys.stdin)["pid"])'; }
 
 # stop_gatekeeper: SIGTERM, then the container's exit status and how long it took (stop_ms).
