@@ -6,9 +6,16 @@
 # Without DATABASE_URL the service keeps its SQLite file in the /data volume; set
 # DATABASE_URL=postgres://… to use Postgres (see docker-compose.yml). Outside loopback the service
 # refuses to start without API keys: set GATEKEEPER_API_KEYS or GATEKEEPER_API_KEYS_FILE.
+#
+# deploy/smoke.sh builds this file's runtime stage where no base image can be pulled
+# (BINARY_FROM=prebuilt, RUNTIME_IMAGE=a local stand-in for distroless) and runs it as a pod.
 
 ARG RUST_IMAGE=rust:1.95-bookworm
 ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot
+# Where the runtime stage takes the binary from: `builder` (compiled below, the default) or
+# `prebuilt` (a release binary built beforehand, for hosts that cannot pull the Rust image:
+# deploy/smoke.sh). Only the stage named here is built.
+ARG BINARY_FROM=builder
 
 # ---- build ----------------------------------------------------------------------------------
 # The full (not -slim) image: the bundled SQLite is compiled by cc and needs gcc. No TLS libraries
@@ -40,6 +47,14 @@ RUN touch src/main.rs src/lib.rs \
     && install -D -m 0755 target/release/gatekeeper /out/usr/local/bin/gatekeeper \
     && install -d /out/data
 
+# ---- prebuilt -------------------------------------------------------------------------------
+# The same /out tree as the builder's, from a context whose prebuilt/ holds
+# usr/local/bin/gatekeeper (`cargo build --release --locked --bin gatekeeper`) and an empty data/.
+FROM scratch AS prebuilt
+COPY prebuilt/ /out/
+
+FROM ${BINARY_FROM} AS binary
+
 # ---- run ------------------------------------------------------------------------------------
 # glibc and libgcc_s only, no shell, no package manager; user nonroot is uid/gid 65532.
 FROM ${RUNTIME_IMAGE}
@@ -54,8 +69,8 @@ LABEL org.opencontainers.image.title="gatekeeper" \
 
 # The binary stays root-owned (read-only for the service); /data is created owned by nonroot, and
 # a new named volume mounted there starts with that ownership.
-COPY --from=builder /out/usr/local/bin/gatekeeper /usr/local/bin/gatekeeper
-COPY --from=builder --chown=65532:65532 /out/data /data
+COPY --from=binary /out/usr/local/bin/gatekeeper /usr/local/bin/gatekeeper
+COPY --from=binary --chown=65532:65532 /out/data /data
 
 ENV GATEKEEPER_LISTEN=0.0.0.0:8080 \
     GATEKEEPER_DATA_DIR=/data \

@@ -60,6 +60,9 @@ must() { # file, extended regex, what
   echo "ok: $3"
 }
 must Dockerfile '^FROM .* AS builder$' "a separate build stage"
+must Dockerfile '^ARG BINARY_FROM=builder$' "the binary built in the image by default"
+must Dockerfile '^FROM \$\{BINARY_FROM\} AS binary$' "the binary's stage chosen by BINARY_FROM (deploy/smoke.sh: prebuilt)"
+must Dockerfile '^COPY --from=binary /out/usr/local/bin/gatekeeper ' "the runtime stage takes the binary from that stage"
 must Dockerfile '^USER [^r0]' "a non-root USER"
 must Dockerfile '^EXPOSE 8080$' "EXPOSE 8080"
 must Dockerfile '^HEALTHCHECK .*' "a HEALTHCHECK"
