@@ -38,6 +38,7 @@ pub struct ConversationListQuery {
 #[utoipa::path(
     get,
     path = "/v1/conversations",
+    operation_id = "list_conversations",
     tag = "conversations",
     summary = "List the tenant's conversations, in name order, a page at a time",
     params(ConversationListQuery, MinPosition),
@@ -101,6 +102,7 @@ pub async fn list<S: Store>(
 #[utoipa::path(
     delete,
     path = "/v1/conversations/{conversation}",
+    operation_id = "erase_conversation",
     tag = "conversations",
     summary = "Erase a conversation",
     description = "Deletes its turns, checkpoints, Idempotency-Key records, counts and search index entries in one transaction, at once (no grace period), after any write that holds its lock; every service process's reconstruct answers forget it. Afterwards every read of it is 404, and an append starts it again at id 0.",
@@ -128,6 +130,7 @@ pub async fn erase<S: Store>(
 #[utoipa::path(
     get,
     path = "/v1/conversations/{conversation}/export",
+    operation_id = "export_conversation",
     tag = "conversations",
     summary = "Export a conversation as NDJSON",
     description = "A header line (`type: conversation`), then every turn in id order (with its term profile), then every checkpoint in id order (summary, verdict with every turn's detail, the candidates used): what existed when the export began, streamed a page at a time. `POST .../import` restores it exactly. If the conversation is erased meanwhile, the stream stops short of the counts its header announced.",
@@ -161,6 +164,7 @@ pub async fn export<S: Store>(
 #[utoipa::path(
     post,
     path = "/v1/conversations/{conversation}/import",
+    operation_id = "import_conversation",
     tag = "conversations",
     summary = "Restore an export into a new conversation",
     description = "Into a conversation that does not exist (or holds nothing): 409 otherwise. Every line is checked (the header's format and counts; turn ids 0.. and checkpoint ids 1.. without gaps; each profile; each verdict's range within the turns and split exactly into covered, uncovered and not compacted) before anything is written, in one transaction: a refused import is 422 naming the line and changes nothing. Times and the churn guard's state are kept, so export → import → export gives the same bytes. The body is bounded by GATEKEEPER_MAX_BODY_BYTES.",
