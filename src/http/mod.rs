@@ -12,6 +12,7 @@ pub mod rate_limit;
 pub mod readiness;
 pub mod reconstruct_cache;
 mod strict_json;
+pub mod ui;
 
 pub use error::{Error, Result};
 
@@ -174,6 +175,7 @@ fn rest<S: Store>(state: &AppState<S>, extra: Router<AppState<S>>) -> Router {
         .route("/metrics", get(health::metrics))
         .route("/openapi.yaml", get(health::openapi_yaml))
         .route("/openapi.json", get(health::openapi_json))
+        .merge(ui::routes())
         .fallback(health::not_found)
         .method_not_allowed_fallback(health::method_not_allowed)
         .layer(axum::middleware::from_fn(move |req, next| metrics::track(req, next, timeout)))
