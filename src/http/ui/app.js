@@ -101,7 +101,7 @@ async function loadList(fresh) {
     link.href = mapUrl(c.conversation);
     row.insertCell().append(link);
     row.insertCell().append(c.turns.toLocaleString("en"));
-    row.insertCell().append(c.last_checkpoint_id == null ? "none" : "#" + c.last_checkpoint_id);
+    row.insertCell().append(c.latest_checkpoint_id == null ? "none" : "#" + c.latest_checkpoint_id);
     row.cells[1].className = row.cells[2].className = "num";
   }
   listCursor = page.next_cursor ?? null;
