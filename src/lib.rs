@@ -52,3 +52,5 @@ pub mod config;
 pub mod server;
 /// Reader for the tau-bench airline transcripts used by tests, benchmarks and the CLI.
 pub mod tau_bench;
+/// Logs, and OpenTelemetry traces over OTLP/HTTP when an endpoint is set.
+pub mod telemetry;

@@ -1,6 +1,6 @@
 //! Starting and stopping: state from configuration, serving on a given listener, draining.
 
-use crate::config::{LogFormat, ServeConfig};
+use crate::config::ServeConfig;
 use crate::http::admission::Admission;
 use crate::http::rate_limit::RateLimiter;
 use crate::http::reconstruct_cache::ReconstructCache;
@@ -182,28 +182,23 @@ pub async fn shutdown_signal() {
     }
 }
 
-pub fn init_tracing(format: LogFormat, filter: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| "info".into());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    let _ = match format {
-        LogFormat::Json => builder.json().try_init(),
-        LogFormat::Text => builder.try_init(),
-    };
-}
-
 /// `gatekeeper serve`: validate, connect, migrate, listen, serve, drain, close. The backend is
 /// chosen here, once, by the database URL.
 pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let keys = config.validate().map_err(anyhow::Error::msg)?;
-    init_tracing(config.log_format, &config.log_level);
+    let telemetry =
+        crate::telemetry::init(config.log_format, &config.log_level).map_err(anyhow::Error::msg)?;
     if keys.is_empty() {
         tracing::warn!(listen = %config.listen, "no API keys configured: single tenant, loopback only");
     }
     tracing::info!(?config, "starting");
-    match Backend::of_url(&config.database.url()).map_err(anyhow::Error::msg)? {
+    let served = match Backend::of_url(&config.database.url()).map_err(anyhow::Error::msg)? {
         Backend::Postgres => launch::<PgStore>(config).await,
         Backend::Sqlite => launch::<SqliteStore>(config).await,
-    }
+    };
+    // After the drain: the spans of the last requests go out before the process exits.
+    telemetry.shutdown().await;
+    served
 }
 
 async fn launch<S: Store>(config: ServeConfig) -> anyhow::Result<()> {

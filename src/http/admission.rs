@@ -92,6 +92,7 @@ pub async fn authenticate<S: Store>(
 /// its rate.
 fn tenant_of<S>(state: &AppState<S>, request: &Request) -> Result<TenantId, Error> {
     let tenant = key_owner(state, request)?;
+    super::trace::record("gatekeeper.tenant", tenant.as_str());
     // Rate limits are per tenant, so only keyed services have them.
     if let Some(limiter) = &state.rate_limiter
         && let Err(wait) = limiter.check(&tenant, std::time::Instant::now())

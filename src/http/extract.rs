@@ -212,6 +212,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Conversation {
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let ApiPath(path) = ApiPath::<ConversationPath>::from_request_parts(parts, state).await?;
         ConversationId::parse(&path.conversation)
+            .inspect(|id| super::trace::record("gen_ai.conversation.id", id.as_str()))
             .map(Self)
             .map_err(|e| Error::BadRequest {
                 detail: e.message,

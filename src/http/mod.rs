@@ -12,6 +12,7 @@ pub mod rate_limit;
 pub mod readiness;
 pub mod reconstruct_cache;
 mod strict_json;
+pub mod trace;
 pub mod ui;
 
 pub use error::{Error, Result};
@@ -23,7 +24,7 @@ use crate::service::Service;
 use crate::store::{FeedHeartbeat, Store};
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::{HeaderName, Request};
+use axum::http::HeaderName;
 use axum::routing::{get, post};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -178,13 +179,14 @@ fn rest<S: Store>(state: &AppState<S>, extra: Router<AppState<S>>) -> Router {
         .merge(ui::routes())
         .fallback(health::not_found)
         .method_not_allowed_fallback(health::method_not_allowed)
-        .layer(axum::middleware::from_fn(move |req, next| metrics::track(req, next, timeout)))
+        .layer(axum::middleware::from_fn(move |req, next| {
+            metrics::track(req, next, timeout)
+        }))
         .layer(CompressionLayer::new())
         .layer(
-            TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
-                let id = req.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("-");
-                tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
-            }),
+            TraceLayer::new_for_http()
+                .make_span_with(trace::request_span)
+                .on_response(trace::on_response),
         )
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))

@@ -69,6 +69,14 @@ impl CpuWork {
             CpuWork::Import => "import",
         }
     }
+
+    /// Its span's name in a trace; an append's task counts tokens and drafts terms in one pass.
+    fn span_name(self) -> &'static str {
+        match self {
+            CpuWork::Append | CpuWork::CountSummary => "count_tokens",
+            work => work.as_str(),
+        }
+    }
 }
 
 impl<S: Store> Service<S> {
@@ -104,7 +112,13 @@ impl<S: Store> Service<S> {
             .await
             .map_err(|_| Error::Blocking(None))?;
         metrics::counter!("gatekeeper_cpu_tasks_total", "work" => kind.as_str()).increment(1);
-        tokio::task::spawn_blocking(work)
+        // DEBUG: built only for an exported trace (or a DEBUG log), as a child of the request.
+        let span = tracing::debug_span!(
+            "cpu",
+            otel.name = kind.span_name(),
+            gatekeeper.cpu.work = kind.as_str()
+        );
+        tokio::task::spawn_blocking(move || span.in_scope(work))
             .await
             .map_err(|e| Error::Blocking(Some(e)))
     }

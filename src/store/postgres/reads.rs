@@ -85,6 +85,7 @@ impl Store for PgStore {
         }
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "begin"))]
     async fn begin(&self) -> Result<PgTx> {
         Ok(PgTx(self.primary.begin().await?))
     }
@@ -97,6 +98,7 @@ impl Store for PgStore {
         super::search::backfill(&self.primary).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "search_postings"))]
     async fn search_postings(
         &self,
         tenant: &TenantId,
@@ -107,6 +109,7 @@ impl Store for PgStore {
         super::search::postings(&self.read_pool, tenant.as_str(), scope, keys, per_key).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "tenant_turns"))]
     async fn tenant_turns(&self, tenant: &TenantId, prefix: Option<&str>) -> Result<u64> {
         super::search::tenant_turns(&self.read_pool, tenant.as_str(), prefix).await
     }
@@ -119,6 +122,7 @@ impl Store for PgStore {
         super::feed::follow(&self.primary, heartbeat, on).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "stored_answer"))]
     async fn stored_answer(
         &self,
         tenant: &TenantId,
@@ -130,6 +134,7 @@ impl Store for PgStore {
         super::tx::find_answer(&mut conn, tenant, conversation, key, not_before).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "head"))]
     async fn head(&self, tenant: &TenantId, conversation: &ConversationId) -> Result<Option<Head>> {
         let row: Option<(i64, Option<i64>)> = sqlx::query_as(
             "SELECT incarnation, latest_checkpoint FROM conversations WHERE tenant = $1 AND conversation = $2",
@@ -144,6 +149,7 @@ impl Store for PgStore {
         }))
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "conversations"))]
     async fn conversations(
         &self,
         tenant: &TenantId,
@@ -152,6 +158,7 @@ impl Store for PgStore {
         super::lifecycle::conversations(&self.read_pool, tenant, page).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "export_turns"))]
     async fn export_turns(
         &self,
         tenant: &TenantId,
@@ -162,6 +169,7 @@ impl Store for PgStore {
         super::lifecycle::export_turns(&self.read_pool, tenant, conversation, range, limit).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "export_checkpoints"))]
     async fn export_checkpoints(
         &self,
         tenant: &TenantId,
@@ -173,6 +181,7 @@ impl Store for PgStore {
             .await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "idle_conversations"))]
     async fn idle_conversations(
         &self,
         tenants: TenantFilter<'_>,
@@ -183,6 +192,7 @@ impl Store for PgStore {
         super::lifecycle::idle_conversations(&self.primary, tenants, idle_since, limit).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "conversation"))]
     async fn conversation(
         &self,
         tenant: &TenantId,
@@ -223,6 +233,7 @@ impl Store for PgStore {
         }))
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "turn"))]
     async fn turn(
         &self,
         tenant: &TenantId,
@@ -241,6 +252,7 @@ impl Store for PgStore {
         row.as_ref().map(super::tx::stored_turn).transpose()
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "range_facts"))]
     async fn range_facts(
         &self,
         tenant: &TenantId,
@@ -252,6 +264,7 @@ impl Store for PgStore {
         super::tx::turn_facts(&mut conn, tenant, conversation, from, to).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "token_counts_from"))]
     async fn token_counts_from(
         &self,
         tenant: &TenantId,
@@ -269,6 +282,7 @@ impl Store for PgStore {
             .collect()
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "checkpoints"))]
     async fn checkpoints(
         &self,
         tenant: &TenantId,
@@ -300,6 +314,7 @@ impl Store for PgStore {
             .collect()
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "checkpoint"))]
     async fn checkpoint(
         &self,
         tenant: &TenantId,
@@ -326,6 +341,7 @@ impl Store for PgStore {
     }
 
     /// One round trip: the turn, its deciding checkpoint, and the summary only when it covers.
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "reconstruct"))]
     async fn reconstruct(
         &self,
         tenant: &TenantId,
@@ -387,6 +403,7 @@ impl Store for PgStore {
         }))
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "context"))]
     async fn context(
         &self,
         tenant: &TenantId,

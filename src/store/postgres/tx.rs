@@ -18,6 +18,7 @@ use sqlx::{PgConnection, Postgres, Row, Transaction};
 pub struct PgTx(pub(super) Transaction<'static, Postgres>);
 
 impl WriteTx for PgTx {
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "lock_conversation"))]
     async fn lock_conversation(
         &mut self,
         tenant: &TenantId,
@@ -41,6 +42,7 @@ impl WriteTx for PgTx {
         ))
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "lock_or_create_conversation"))]
     async fn lock_or_create_conversation(
         &mut self,
         tenant: &TenantId,
@@ -63,6 +65,7 @@ impl WriteTx for PgTx {
         ))
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "find_answer"))]
     async fn find_answer(
         &mut self,
         tenant: &TenantId,
@@ -73,6 +76,7 @@ impl WriteTx for PgTx {
         find_answer(&mut self.0, tenant, conversation, key, not_before).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "record_answer"))]
     async fn record_answer(
         &mut self,
         tenant: &TenantId,
@@ -103,6 +107,7 @@ impl WriteTx for PgTx {
         Ok(())
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "logged_turns"))]
     async fn logged_turns(
         &mut self,
         tenant: &TenantId,
@@ -121,6 +126,7 @@ impl WriteTx for PgTx {
         rows.iter().map(logged_turn).collect()
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "term_counts"))]
     async fn term_counts(
         &mut self,
         tenant: &TenantId,
@@ -146,6 +152,7 @@ impl WriteTx for PgTx {
             .collect())
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "insert_turns"))]
     async fn insert_turns(
         &mut self,
         tenant: &TenantId,
@@ -176,6 +183,7 @@ impl WriteTx for PgTx {
         Ok(())
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "turn_facts"))]
     async fn turn_facts(
         &mut self,
         tenant: &TenantId,
@@ -186,6 +194,7 @@ impl WriteTx for PgTx {
         turn_facts(&mut self.0, tenant, conversation, from, to).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "insert_checkpoint"))]
     async fn insert_checkpoint(
         &mut self,
         tenant: &TenantId,
@@ -228,6 +237,7 @@ impl WriteTx for PgTx {
         Ok(())
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "count_rejection"))]
     async fn count_rejection(
         &mut self,
         tenant: &TenantId,
@@ -248,6 +258,7 @@ impl WriteTx for PgTx {
         Ok(())
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "deciding_checkpoint"))]
     async fn deciding_checkpoint(
         &mut self,
         tenant: &TenantId,
@@ -270,6 +281,7 @@ impl WriteTx for PgTx {
         }))
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "set_pinned"))]
     async fn set_pinned(
         &mut self,
         tenant: &TenantId,
@@ -299,10 +311,12 @@ impl WriteTx for PgTx {
         stored_turn(&row).map(Some)
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "erase"))]
     async fn erase(&mut self, tenant: &TenantId, conversation: &ConversationId) -> Result<bool> {
         super::lifecycle::erase(&mut self.0, tenant, conversation).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "restore"))]
     async fn restore(
         &mut self,
         tenant: &TenantId,
@@ -312,6 +326,7 @@ impl WriteTx for PgTx {
         super::lifecycle::restore(&mut self.0, tenant, conversation, restored).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "commit"))]
     async fn commit(self) -> Result<()> {
         Ok(self.0.commit().await?)
     }

@@ -51,6 +51,7 @@ impl Store for SqliteStore {
     }
 
     /// Holds the database's write lock from its first statement.
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "begin"))]
     async fn begin(&self) -> Result<SqliteTx> {
         Ok(SqliteTx(self.pool.begin_with("BEGIN IMMEDIATE").await?))
     }
@@ -63,6 +64,7 @@ impl Store for SqliteStore {
         super::search::backfill(&self.pool).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "search_postings"))]
     async fn search_postings(
         &self,
         tenant: &TenantId,
@@ -73,6 +75,7 @@ impl Store for SqliteStore {
         super::search::postings(&self.pool, tenant.as_str(), scope, keys, per_key).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "tenant_turns"))]
     async fn tenant_turns(&self, tenant: &TenantId, prefix: Option<&str>) -> Result<u64> {
         super::search::tenant_turns(&self.pool, tenant.as_str(), prefix).await
     }
@@ -85,6 +88,7 @@ impl Store for SqliteStore {
     ) {
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "stored_answer"))]
     async fn stored_answer(
         &self,
         tenant: &TenantId,
@@ -96,6 +100,7 @@ impl Store for SqliteStore {
         super::tx::find_answer(&mut conn, tenant, conversation, key, not_before).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "head"))]
     async fn head(&self, tenant: &TenantId, conversation: &ConversationId) -> Result<Option<Head>> {
         let row: Option<(i64, Option<i64>)> = sqlx::query_as(
             "SELECT incarnation, latest_checkpoint FROM conversations WHERE tenant = ?1 AND conversation = ?2",
@@ -110,6 +115,7 @@ impl Store for SqliteStore {
         }))
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "conversations"))]
     async fn conversations(
         &self,
         tenant: &TenantId,
@@ -118,6 +124,7 @@ impl Store for SqliteStore {
         super::lifecycle::conversations(&self.pool, tenant, page).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "export_turns"))]
     async fn export_turns(
         &self,
         tenant: &TenantId,
@@ -128,6 +135,7 @@ impl Store for SqliteStore {
         super::lifecycle::export_turns(&self.pool, tenant, conversation, range, limit).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "export_checkpoints"))]
     async fn export_checkpoints(
         &self,
         tenant: &TenantId,
@@ -138,6 +146,7 @@ impl Store for SqliteStore {
         super::lifecycle::export_checkpoints(&self.pool, tenant, conversation, range, limit).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "idle_conversations"))]
     async fn idle_conversations(
         &self,
         tenants: TenantFilter<'_>,
@@ -147,6 +156,7 @@ impl Store for SqliteStore {
         super::lifecycle::idle_conversations(&self.pool, tenants, idle_since, limit).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "conversation"))]
     async fn conversation(
         &self,
         tenant: &TenantId,
@@ -187,6 +197,7 @@ impl Store for SqliteStore {
         }))
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "turn"))]
     async fn turn(
         &self,
         tenant: &TenantId,
@@ -205,6 +216,7 @@ impl Store for SqliteStore {
         row.as_ref().map(super::tx::stored_turn).transpose()
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "range_facts"))]
     async fn range_facts(
         &self,
         tenant: &TenantId,
@@ -216,6 +228,7 @@ impl Store for SqliteStore {
         super::tx::turn_facts(&mut conn, tenant, conversation, from, to).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "token_counts_from"))]
     async fn token_counts_from(
         &self,
         tenant: &TenantId,
@@ -233,6 +246,7 @@ impl Store for SqliteStore {
             .collect()
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "checkpoints"))]
     async fn checkpoints(
         &self,
         tenant: &TenantId,
@@ -263,6 +277,7 @@ impl Store for SqliteStore {
             .collect()
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "checkpoint"))]
     async fn checkpoint(
         &self,
         tenant: &TenantId,
@@ -288,6 +303,7 @@ impl Store for SqliteStore {
         }))
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "reconstruct"))]
     async fn reconstruct(
         &self,
         tenant: &TenantId,
@@ -374,6 +390,7 @@ impl Store for SqliteStore {
         }))
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "context"))]
     async fn context(
         &self,
         tenant: &TenantId,

@@ -18,6 +18,7 @@ use sqlx::{Row, Sqlite, SqliteConnection, Transaction};
 pub struct SqliteTx(pub(super) Transaction<'static, Sqlite>);
 
 impl WriteTx for SqliteTx {
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "lock_conversation"))]
     async fn lock_conversation(
         &mut self,
         tenant: &TenantId,
@@ -41,6 +42,7 @@ impl WriteTx for SqliteTx {
         ))
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "lock_or_create_conversation"))]
     async fn lock_or_create_conversation(
         &mut self,
         tenant: &TenantId,
@@ -57,6 +59,7 @@ impl WriteTx for SqliteTx {
             .ok_or_else(|| Error::invariant("the conversation row vanished inside its transaction"))
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "find_answer"))]
     async fn find_answer(
         &mut self,
         tenant: &TenantId,
@@ -67,6 +70,7 @@ impl WriteTx for SqliteTx {
         find_answer(&mut self.0, tenant, conversation, key, not_before).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "record_answer"))]
     async fn record_answer(
         &mut self,
         tenant: &TenantId,
@@ -97,6 +101,7 @@ impl WriteTx for SqliteTx {
         Ok(())
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "logged_turns"))]
     async fn logged_turns(
         &mut self,
         tenant: &TenantId,
@@ -115,6 +120,7 @@ impl WriteTx for SqliteTx {
         rows.iter().map(logged_turn).collect()
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "term_counts"))]
     async fn term_counts(
         &mut self,
         tenant: &TenantId,
@@ -140,6 +146,7 @@ impl WriteTx for SqliteTx {
             .collect())
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "insert_turns"))]
     async fn insert_turns(
         &mut self,
         tenant: &TenantId,
@@ -196,6 +203,7 @@ impl WriteTx for SqliteTx {
         Ok(())
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "turn_facts"))]
     async fn turn_facts(
         &mut self,
         tenant: &TenantId,
@@ -206,6 +214,7 @@ impl WriteTx for SqliteTx {
         turn_facts(&mut self.0, tenant, conversation, from, to).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "insert_checkpoint"))]
     async fn insert_checkpoint(
         &mut self,
         tenant: &TenantId,
@@ -247,6 +256,7 @@ impl WriteTx for SqliteTx {
         Ok(())
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "count_rejection"))]
     async fn count_rejection(
         &mut self,
         tenant: &TenantId,
@@ -267,6 +277,7 @@ impl WriteTx for SqliteTx {
         Ok(())
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "deciding_checkpoint"))]
     async fn deciding_checkpoint(
         &mut self,
         tenant: &TenantId,
@@ -293,6 +304,7 @@ impl WriteTx for SqliteTx {
         .transpose()
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "set_pinned"))]
     async fn set_pinned(
         &mut self,
         tenant: &TenantId,
@@ -322,10 +334,12 @@ impl WriteTx for SqliteTx {
         stored_turn(&row).map(Some)
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "erase"))]
     async fn erase(&mut self, tenant: &TenantId, conversation: &ConversationId) -> Result<bool> {
         super::lifecycle::erase(&mut self.0, tenant, conversation).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "restore"))]
     async fn restore(
         &mut self,
         tenant: &TenantId,
@@ -335,6 +349,7 @@ impl WriteTx for SqliteTx {
         super::lifecycle::restore(&mut self.0, tenant, conversation, restored).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "commit"))]
     async fn commit(self) -> Result<()> {
         Ok(self.0.commit().await?)
     }
