@@ -13,6 +13,7 @@ use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 
 /// The media type of an export, and of an import's body.
 pub const NDJSON: &str = "application/x-ndjson";
@@ -27,11 +28,11 @@ pub struct ConversationListQuery {
     /// Conversations per page (default 100, at most 1000).
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<i64>,
-    /// Only conversations whose name starts with this.
-    #[param(max_length = 128)]
+    /// Only conversations whose name starts with this (the alphabet of conversation ids).
+    #[param(max_length = 128, pattern = r"^[A-Za-z0-9._:-]*$")]
     prefix: Option<String>,
     /// The `next_cursor` of the previous page: only conversations named after it.
-    #[param(max_length = 128)]
+    #[param(max_length = 128, pattern = r"^[A-Za-z0-9._:-]*$")]
     cursor: Option<String>,
 }
 
@@ -147,6 +148,7 @@ pub async fn export<S: Store>(
     Conversation(conversation): Conversation,
 ) -> Result<Response> {
     let export = service.export(&tenant, &conversation).await?;
+    // Fused: the compression layer may poll a body again after its end.
     let lines = futures_util::stream::unfold(Some(export), |export| async move {
         let mut export = export?;
         match export.next_chunk().await {
@@ -157,7 +159,8 @@ pub async fn export<S: Store>(
                 Some((Err(e), None))
             }
         }
-    });
+    })
+    .fuse();
     Ok(([(CONTENT_TYPE, NDJSON)], Body::from_stream(lines)).into_response())
 }
 
