@@ -108,6 +108,25 @@ pub struct TurnResponse {
     pub created_at: DateTime<Utc>,
 }
 
+/// `GET .../turns`: a page of the log's turns, without their content: what it takes to draw
+/// the conversation to scale.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct TurnListResponse {
+    pub conversation: String,
+    pub turns: Vec<TurnListItem>,
+    /// Pass as `from` for the next page; absent when this page reaches the end of the log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_from: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct TurnListItem {
+    pub id: i64,
+    pub role: Role,
+    pub tokens: u32,
+    pub pinned: bool,
+}
+
 /// `PATCH .../turns/{id}`: pin or unpin a turn.
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -130,7 +130,10 @@ fn rest<S: Store>(state: &AppState<S>, extra: Router<AppState<S>>) -> Router {
             &format!("{conversation}/import"),
             post(lifecycle::import::<S>),
         )
-        .route(&format!("{conversation}/turns"), post(turns::append::<S>))
+        .route(
+            &format!("{conversation}/turns"),
+            post(turns::append::<S>).get(turns::list::<S>),
+        )
         .route(
             &format!("{conversation}/turns/{{id}}"),
             get(turns::turn::<S>).patch(turns::set_pinned::<S>),

@@ -158,6 +158,7 @@ impl Modify for BearerAuth {
         handlers::lifecycle::erase,
         handlers::lifecycle::export,
         handlers::lifecycle::import,
+        handlers::turns::list,
         handlers::turns::turn,
         handlers::turns::set_pinned,
         handlers::compactions::propose,
@@ -179,7 +180,8 @@ impl Modify for BearerAuth {
         ContextResponse, ContextItem, CompactionPlanResponse, IdRange, IdRanges, Role, Mode, Outcome,
         CoveragePath, TruncationSignal, TurnStatus, Reason, Rejection, TurnPatch, AnchorOrigin,
         Advice, AdviceReason, PlannedTurn, AnchorEvidence, SearchResponse, SearchTerm, SearchHit,
-        SearchSnippet, SearchMatch, ConversationListResponse, ConversationListItem, ImportResponse
+        SearchSnippet, SearchMatch, ConversationListResponse, ConversationListItem, ImportResponse,
+        TurnListResponse, TurnListItem
     )),
     modifiers(&BearerAuth),
     tags(

@@ -10,7 +10,7 @@ use crate::context;
 use crate::coverage::{Policy, Reason, TurnFacts, distinctive, locate};
 use crate::domain::{ConversationId, TenantId};
 use crate::plan::{self, Rejections};
-use crate::store::{self, CheckpointRow, Head, ReconstructRow, Store, StoredTurn};
+use crate::store::{self, CheckpointRow, Head, ReconstructRow, Store, StoredTurn, TurnSize};
 
 impl<S: Store> Service<S> {
     pub async fn turn(
@@ -47,6 +47,28 @@ impl<S: Store> Service<S> {
                 outcome: l.outcome,
             }),
         })
+    }
+
+    /// At most `limit` turns from `from` on, without their content, and where the next page
+    /// starts (`None`: this page reaches the end of the log).
+    pub async fn turn_sizes(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        from: i64,
+        limit: u32,
+    ) -> Result<(Vec<TurnSize>, Option<i64>)> {
+        // One more than asked shows whether another page follows.
+        let mut turns = (self.store)
+            .turn_sizes(tenant, conversation, from, limit.saturating_add(1))
+            .await?;
+        // An empty page costs a second look: is there a conversation at all?
+        if turns.is_empty() && (self.store.head(tenant, conversation).await?).is_none() {
+            return Err(Error::NoConversation(conversation.clone()));
+        }
+        let next = (turns.len() > limit as usize).then(|| turns[limit as usize].id);
+        turns.truncate(limit as usize);
+        Ok((turns, next))
     }
 
     /// Newest first, without summaries or per-turn detail: a page of at most `limit`, older

@@ -134,6 +134,14 @@ pub trait Store: Clone + Send + Sync + 'static {
         from: i64,
         to: i64,
     ) -> impl Future<Output = Result<Vec<TurnFacts>>> + Send;
+    /// At most `limit` turns from `from` on, in id order, without their content.
+    fn turn_sizes(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        from: i64,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<TurnSize>>> + Send;
     /// Id, role and tokens of every turn from `from` on, in id order.
     fn token_counts_from(
         &self,
@@ -338,6 +346,15 @@ pub fn migrator(backend: Backend) -> &'static sqlx::migrate::Migrator {
 pub struct StoredTurn {
     pub turn: LoggedTurn,
     pub created_at: DateTime<Utc>,
+}
+
+/// A turn without its content: its place and size in the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnSize {
+    pub id: i64,
+    pub role: Role,
+    pub tokens: u32,
+    pub pinned: bool,
 }
 
 /// What a cached answer's key needs of its conversation.

@@ -442,6 +442,9 @@ fn table() -> Vec<Case> {
         // ---- The tenant's conversations: list, import -------------------------------------
         bad(get("a list page of 0", "/v1/conversations?limit=0"), 400, Some("limit"), "between 1 and 1000"),
         bad(get("a list cursor outside the id alphabet", "/v1/conversations?cursor=a%2Fb"), 400, Some("cursor"), "at most 128"),
+        bad(get("a turn list from -1", format!("{TURNS}?from=-1")), 400, Some("from"), "must not be negative"),
+        bad(get("a turn list page of 10,001", format!("{TURNS}?limit=10001")), 400, Some("limit"), "between 1 and 10000"),
+        bad(get("a turn list from 2^63", format!("{TURNS}?from={TWO_63}")), 400, Some("query"), "from"),
         bad(post("an import sent as JSON", format!("{C}/import"), r#"{"type":"conversation"}"#), 415, None, "x-ndjson"),
         bad(post("an import without its header", format!("{C}-new/import"), r#"{"type":"turn"}"#).content_type(Some("application/x-ndjson")), 422, None, "line 1"),
         // ---- Credentials: 401 before anything else is looked at ----------------------------
@@ -460,6 +463,7 @@ fn table() -> Vec<Case> {
         // ---- Another tenant's key: `c` does not exist for it -------------------------------
         bad(get("tenant B reads the conversation", C).auth(Auth::B), 404, None, "does not exist"),
         bad(get("tenant B reads a turn", format!("{C}/turns/0")).auth(Auth::B), 404, None, "not in the log"),
+        bad(get("tenant B lists the turns", TURNS).auth(Auth::B), 404, None, "does not exist"),
         bad(get("tenant B reconstructs", format!("{C}/reconstruct/0")).auth(Auth::B), 404, None, "not in the log"),
         bad(get("tenant B reads the context", format!("{C}/context")).auth(Auth::B), 404, None, "does not exist"),
         bad(get("tenant B lists checkpoints", format!("{C}/compactions")).auth(Auth::B), 404, None, "does not exist"),

@@ -29,6 +29,7 @@ mod rules;
 mod search;
 mod security;
 mod transfer;
+mod turn_list;
 mod turns_read;
 mod upgrade;
 mod upgrade_keys;

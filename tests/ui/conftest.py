@@ -73,15 +73,16 @@ def truth(conversation, n, **kw):
 
 @pytest.fixture(scope="session")
 def tau():
-    """A real tau-bench conversation, appended with the CLI, one turn pinned, then two
-    checkpoints: one whose summary keeps only the even turns (narrowed), one that keeps all of
-    its range; the last quarter stays live."""
+    """A real tau-bench conversation, appended with the CLI, then two checkpoints: one whose
+    summary keeps only the even turns (narrowed), one that keeps all of its range; the last
+    quarter stays live. Two turns are pinned: one in the first checkpoint's range, one live."""
     record = next(r for r in tau_records() if 16 <= len(r["turns"]) <= 40)
     name = record["conversation"]
     subprocess.run([BIN, "append", TAU, "--only", name], check=True, capture_output=True)
     n = ok("GET", f"/v1/conversations/{name}")["next_id"]
-    pinned = 3
-    ok("PATCH", f"/v1/conversations/{name}/turns/{pinned}", {"pinned": True})
+    pinned, pinned_live = 3, n - 2
+    for t in (pinned, pinned_live):
+        ok("PATCH", f"/v1/conversations/{name}/turns/{t}", {"pinned": True})
     turns = turns_of(name, n)
     a, b = n // 2, (3 * n) // 4
     kept = [t["content"] for t in turns[: a + 1] if t["id"] % 2 == 0 and t["id"] != pinned]
@@ -90,7 +91,7 @@ def tau():
     second = propose(name, a + 1, b, "\n".join(t["content"] for t in turns[a + 1 : b + 1]),
                      sum(t["tokens"] for t in turns[a + 1 : b + 1]))
     return {"name": name, "n": n, "turns": turns, "verdicts": [first, second], "pinned": pinned,
-            "truth": truth(name, n)}
+            "pinned_live": pinned_live, "truth": truth(name, n)}
 
 
 @pytest.fixture(scope="session")

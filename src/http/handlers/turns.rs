@@ -1,21 +1,23 @@
 //! Appending to the raw log and reading it back.
 
 use crate::api::{
-    AppendTurnsRequest, AppendTurnsResponse, ConversationResponse, TurnPatch, TurnResponse,
+    AppendTurnsRequest, AppendTurnsResponse, ConversationResponse, TurnListItem, TurnListResponse,
+    TurnPatch, TurnResponse,
 };
 use crate::domain::AppendRequest;
-use crate::http::extract::{ApiJson, ApiPath, Conversation, Reads, Tenant};
+use crate::http::extract::{ApiJson, ApiPath, ApiQuery, Conversation, Reads, Tenant};
 use crate::http::idempotency::{Prior, prior, replay};
 use crate::http::openapi::{
     BodyProblems, ConversationPath, MinPosition, NotFound, ProblemDoc, Problems, TurnIdPath,
 };
-use crate::http::{AppState, Result};
+use crate::http::{AppState, Error, Result};
 use crate::service::Reply;
 use crate::store::Store;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
 
 #[utoipa::path(
     post,
@@ -61,6 +63,74 @@ pub async fn append<S: Store>(
         StatusCode::CREATED
     };
     Ok((status, Json(response)).into_response())
+}
+
+const DEFAULT_PAGE: u32 = 1000;
+const MAX_PAGE: u32 = 10_000;
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct TurnListQuery {
+    /// The first turn of the page (default 0); a page's `next_from` gives the next one.
+    #[param(minimum = 0)]
+    from: Option<i64>,
+    /// Turns per page (default 1000, at most 10000).
+    #[param(minimum = 1, maximum = 10000)]
+    limit: Option<i64>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/conversations/{conversation}/turns",
+    operation_id = "list_turns",
+    tag = "turns",
+    summary = "List the log's turns without their content, a page at a time",
+    description = "Each turn's id, role, tokens and whether it is pinned, in id order: what it takes to draw a conversation to scale (the coverage map reads it). Read the content with `GET .../turns/{id}`.",
+    params(ConversationPath, TurnListQuery, MinPosition),
+    responses(
+        (status = 200, description = "A page of turns", body = TurnListResponse),
+        Problems, NotFound,
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list<S: Store>(
+    Tenant(tenant): Tenant,
+    Reads(service): Reads<S>,
+    Conversation(conversation): Conversation,
+    ApiQuery(query): ApiQuery<TurnListQuery>,
+) -> Result<Json<TurnListResponse>> {
+    let from = query.from.unwrap_or(0);
+    if from < 0 {
+        return Err(Error::BadRequest {
+            detail: format!("from must not be negative, got {from}"),
+            field: Some("from".into()),
+        });
+    }
+    let limit = query.limit.unwrap_or(i64::from(DEFAULT_PAGE));
+    let limit = u32::try_from(limit)
+        .ok()
+        .filter(|l| (1..=MAX_PAGE).contains(l))
+        .ok_or_else(|| Error::BadRequest {
+            detail: format!("limit must be between 1 and {MAX_PAGE}, got {limit}"),
+            field: Some("limit".into()),
+        })?;
+    let (turns, next_from) = service
+        .turn_sizes(&tenant, &conversation, from, limit)
+        .await?;
+    Ok(Json(TurnListResponse {
+        conversation: conversation.to_string(),
+        turns: turns
+            .into_iter()
+            .map(|t| TurnListItem {
+                id: t.id,
+                role: t.role,
+                tokens: t.tokens,
+                pinned: t.pinned,
+            })
+            .collect(),
+        next_from,
+    }))
 }
 
 #[utoipa::path(

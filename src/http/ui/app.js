@@ -169,7 +169,7 @@ function legend(m) {
   const items = [
     ["summary", `summary: ${counts[SUMMARY]} turns a summary stands for`],
     ["raw_log", `raw_log: ${counts[RAW]} turns spanned but not covered` + (why ? ` (${why})` : "")],
-    ["pinned", `pinned: ${counts[PINNED]} pinned turns a checkpoint spans`],
+    ["pinned", `pinned: ${counts[PINNED]} pinned turns`],
     ["live", `live: ${counts[LIVE]} turns no checkpoint spans`],
     ["band", "checkpoint: from its first turn to the last it advanced over"],
   ];
@@ -194,7 +194,7 @@ async function select(m, root, t) {
   showPanel(`Turn ${t} · ${turn.role}`, { turn: t, source: rec.source }, [
     ["source", rec.source + (rec.reason ? ` (${rec.reason})` : "")],
     ["checkpoint", rec.checkpoint_id == null ? "none spans it" : "#" + rec.checkpoint_id],
-    ["tokens", turn.tokens + (m.estimated[t] ? ` (drawn as ~${Math.round(m.tokens[t])}: no answer gives covered turns' sizes in one call)` : "")],
+    ["tokens", String(turn.tokens)],
     ["pinned", turn.pinned ? "yes" : "no"],
     ["anchors", `${turn.anchors.join(", ") || "none"} (${turn.anchor_origin})`],
   ]);

@@ -12,9 +12,9 @@ const COLORS = ["#9aa5b1", "#2e9d5b", "#d9822b", "#7b52c7"]; // as in app.css
 const PRIORITY = [0, 1, 3, 2];
 const BAND_H = 16, STRIP_H = 44, LENS_TURNS = 60;
 
-// ---- the model: one call for the checkpoints' verdicts, one for the turns' sizes ------------
+// ---- the model: the checkpoints' verdicts and the turns' sizes, a page at a time ----------
 async function load(root) {
-  let requests = 2;
+  let requests = 1;
   const conv = await api(root);
   const checkpoints = [];
   for (let cursor = null, first = true; first || cursor != null; first = false, requests++) {
@@ -23,26 +23,37 @@ async function load(root) {
     cursor = page.next_cursor;
   }
   checkpoints.reverse(); // oldest first: a newer checkpoint decides the turns both span
-  const context = await api(`${root}/context?max_tokens=0`);
-  const m = model(conv, checkpoints, context);
-  // Reasons, missing anchors and prefix sizes: one call per checkpoint that decides a turn.
+  const turns = [];
+  for (let from = 0; from != null && from < conv.next_id; requests++) {
+    const page = await api(`${root}/turns?from=${from}&limit=10000`);
+    turns.push(...page.turns);
+    from = page.next_from;
+  }
+  const m = model(conv, checkpoints, turns);
+  // Reasons and missing anchors: one call per checkpoint that decides a turn.
   const deciding = checkpoints.filter((c) => m.decides.has(c.checkpoint_id));
   for (let i = 0; i < deciding.length; i += 4) {
     const batch = deciding.slice(i, i + 4).map((c) => api(`${root}/compactions/${c.checkpoint_id}`));
     for (const detail of await Promise.all(batch)) m.details.set(detail.checkpoint_id, detail);
   }
   m.requests = requests + deciding.length;
-  reasonsAndSizes(m, conv.total_tokens);
+  reasons(m);
   return m;
 }
 
-function model(conv, checkpoints, context) {
-  const n = conv.next_id;
+function model(conv, checkpoints, turns) {
+  // Turns appended after the conversation was read are left for the next load.
+  const n = Math.min(conv.next_id, turns.length);
   const m = {
-    n, checkpoints, totalTokens: conv.total_tokens, details: new Map(), decides: new Set(), selected: null,
+    n, checkpoints, totalTokens: 0, details: new Map(), decides: new Set(), selected: null,
     status: new Uint8Array(n), deciding: new Float64Array(n), reason: new Array(n).fill(null),
-    tokens: new Float64Array(n).fill(NaN), estimated: new Uint8Array(n), role: new Array(n).fill(null),
+    tokens: new Float64Array(n), pinned: new Uint8Array(n),
   };
+  for (let t = 0; t < n; t++) {
+    m.tokens[t] = turns[t].tokens;
+    m.pinned[t] = turns[t].pinned ? 1 : 0;
+    m.totalTokens += turns[t].tokens;
+  }
   const covered = new Float64Array(n);
   for (const c of checkpoints) {
     for (let t = c.from; t <= Math.min(c.advanced_to, n - 1); t++) m.deciding[t] = c.checkpoint_id;
@@ -50,51 +61,24 @@ function model(conv, checkpoints, context) {
   }
   for (let t = 0; t < n; t++) {
     const k = m.deciding[t];
-    m.status[t] = k === 0 ? LIVE : covered[t] === k ? SUMMARY : RAW;
+    // A pinned turn no checkpoint spans is pinned, not merely live: no summary will cover it.
+    m.status[t] = k === 0 ? (m.pinned[t] ? PINNED : LIVE) : covered[t] === k ? SUMMARY : RAW;
     if (k) m.decides.add(k);
   }
-  // A budget of 0 gives every turn that is not covered (stubbed or verbatim) with its size.
-  for (const item of context.items) {
-    if (item.type === "summary" || item.id >= n) continue;
-    m.tokens[item.id] = item.tokens;
-    m.role[item.id] = item.role;
-  }
+  m.start = new Float64Array(n + 1);
+  // Every turn at least one token wide, so that each can be reached.
+  for (let t = 0; t < n; t++) m.start[t + 1] = m.start[t] + Math.max(1, m.tokens[t]);
+  m.total = m.start[n];
   return m;
 }
 
-function reasonsAndSizes(m, totalTokens) {
+function reasons(m) {
   for (const [k, detail] of m.details) {
     for (const turn of detail.turns) {
       if (m.deciding[turn.id] !== k) continue;
       m.reason[turn.id] = turn.reason;
       if (turn.reason === "pinned") m.status[turn.id] = PINNED;
     }
-    // Covered turns' sizes are not in any one answer. A checkpoint's prefix_tokens is the sum
-    // over its range: what the range's known turns leave is its covered turns' share.
-    let known = 0, other = false;
-    const mine = [];
-    for (let t = detail.from; t <= Math.min(detail.to, m.n - 1); t++) {
-      if (!Number.isNaN(m.tokens[t])) known += m.tokens[t];
-      else if (m.deciding[t] === k) mine.push(t);
-      else other = true;
-    }
-    if (!other) spread(m, mine, detail.prefix_tokens - known);
-  }
-  // Whatever is left: the conversation's total less every size found so far.
-  const rest = [];
-  let left = totalTokens;
-  for (let t = 0; t < m.n; t++) Number.isNaN(m.tokens[t]) ? rest.push(t) : (left -= m.tokens[t]);
-  spread(m, rest, left);
-  m.start = new Float64Array(m.n + 1);
-  // Every turn at least one token wide, so that each can be reached.
-  for (let t = 0; t < m.n; t++) m.start[t + 1] = m.start[t] + Math.max(1, m.tokens[t]);
-  m.total = m.start[m.n];
-}
-
-function spread(m, turns, tokens) {
-  for (const t of turns) {
-    m.tokens[t] = Math.max(0, tokens) / turns.length;
-    m.estimated[t] = 1;
   }
 }
 
@@ -208,7 +192,7 @@ function hit(m, which, event) {
 
 function describe(m, t) {
   const why = m.reason[t] ? ` (${m.reason[t]})` : "";
-  const size = m.estimated[t] ? `~${Math.round(m.tokens[t])} tokens (estimated)` : `${m.tokens[t]} tokens`;
+  const size = `${m.tokens[t]} tokens`;
   const cp = m.deciding[t] ? ` · checkpoint #${m.deciding[t]}` : "";
   return `turn ${t} · ${NAMES[m.status[t]]}${why}${cp} · ${size}`;
 }

@@ -13,7 +13,7 @@ use crate::store::{
     Backend, CheckpointRow, ConversationListing, ConversationRow, Error, ExportedCheckpoint,
     ExportedTurn, FeedEvent, FeedHeartbeat, Head, LatestCheckpoint, ListPage, ReconstructRow,
     Result, SpanningCheckpoint, Store, StoredAnswer, StoredContext, StoredTurn, TenantFilter,
-    decode,
+    TurnSize, decode,
 };
 use chrono::{DateTime, Utc};
 use sqlx::Row;
@@ -226,6 +226,33 @@ impl Store for SqliteStore {
     ) -> Result<Vec<TurnFacts>> {
         let mut conn = self.pool.acquire().await?;
         super::tx::turn_facts(&mut conn, tenant, conversation, from, to).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "turn_sizes"))]
+    async fn turn_sizes(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        from: i64,
+        limit: u32,
+    ) -> Result<Vec<TurnSize>> {
+        sqlx::query("SELECT id, role, tokens, pinned FROM turns WHERE tenant = ?1 AND conversation = ?2 AND id >= ?3 ORDER BY id LIMIT ?4")
+            .bind(tenant.as_str())
+            .bind(conversation.as_str())
+            .bind(from)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(TurnSize {
+                    id: row.try_get(0)?,
+                    role: decode::role(row.try_get(1)?)?,
+                    tokens: decode::tokens(row.try_get(2)?)?,
+                    pinned: row.try_get(3)?,
+                })
+            })
+            .collect()
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(db.system = "sqlite", db.operation.name = "token_counts_from"))]

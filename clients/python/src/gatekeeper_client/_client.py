@@ -20,10 +20,13 @@ from ._generated.models.checkpoint_list_response import CheckpointListResponse
 from ._generated.models.checkpoint_response import CheckpointResponse
 from ._generated.models.compaction_plan_response import CompactionPlanResponse
 from ._generated.models.context_response import ContextResponse
+from ._generated.models.conversation_list_response import ConversationListResponse
 from ._generated.models.conversation_response import ConversationResponse
+from ._generated.models.import_response import ImportResponse
 from ._generated.models.mode import Mode
 from ._generated.models.reconstruct_response import ReconstructResponse
 from ._generated.models.search_response import SearchResponse
+from ._generated.models.turn_list_response import TurnListResponse
 from ._generated.models.turn_response import TurnResponse
 from ._generated.models.verdict_response import VerdictResponse
 
@@ -148,6 +151,30 @@ class Gatekeeper:
     def checkpoint(self, conversation: str, checkpoint_id: int) -> CheckpointResponse:
         return self._send(r.checkpoint_call(conversation, checkpoint_id))
 
+    def turns(
+        self, conversation: str, *, from_: int | None = None, limit: int | None = None
+    ) -> TurnListResponse:
+        """One page of the log's turns without content; pass ``next_from`` back for the next."""
+        return self._send(r.turns_call(conversation, from_, limit))
+
+    def conversations(
+        self, *, prefix: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> ConversationListResponse:
+        """One page of the tenant's conversations by name; pass ``next_cursor`` back."""
+        return self._send(r.conversations_call(prefix, limit, cursor))
+
+    def erase(self, conversation: str) -> None:
+        """Erases the conversation and everything of it, at once."""
+        self._send(r.erase_call(conversation))
+
+    def export(self, conversation: str) -> bytes:
+        """The conversation as NDJSON, which ``import_`` restores exactly."""
+        return self._send(r.export_call(conversation))
+
+    def import_(self, conversation: str, ndjson: bytes) -> ImportResponse:
+        """Restores an export into a conversation that holds nothing."""
+        return self._send(r.import_call(conversation, ndjson))
+
     def search(
         self,
         query: str,
@@ -259,6 +286,30 @@ class AsyncGatekeeper:
 
     async def checkpoint(self, conversation: str, checkpoint_id: int) -> CheckpointResponse:
         return await self._send(r.checkpoint_call(conversation, checkpoint_id))
+
+    async def turns(
+        self, conversation: str, *, from_: int | None = None, limit: int | None = None
+    ) -> TurnListResponse:
+        """One page of the log's turns without content; pass ``next_from`` back for the next."""
+        return await self._send(r.turns_call(conversation, from_, limit))
+
+    async def conversations(
+        self, *, prefix: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> ConversationListResponse:
+        """One page of the tenant's conversations by name; pass ``next_cursor`` back."""
+        return await self._send(r.conversations_call(prefix, limit, cursor))
+
+    async def erase(self, conversation: str) -> None:
+        """Erases the conversation and everything of it, at once."""
+        await self._send(r.erase_call(conversation))
+
+    async def export(self, conversation: str) -> bytes:
+        """The conversation as NDJSON, which ``import_`` restores exactly."""
+        return await self._send(r.export_call(conversation))
+
+    async def import_(self, conversation: str, ndjson: bytes) -> ImportResponse:
+        """Restores an export into a conversation that holds nothing."""
+        return await self._send(r.import_call(conversation, ndjson))
 
     async def search(
         self,

@@ -10,12 +10,18 @@ import random
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
 from ._generated.api.compactions import list_, one, propose
+from ._generated.api.conversations import (
+    erase_conversation,
+    export_conversation,
+    list_conversations,
+)
 from ._generated.api.operations import readyz
 from ._generated.api.reads import (
     compaction_plan,
@@ -24,10 +30,11 @@ from ._generated.api.reads import (
     search_conversation,
     search_tenant,
 )
-from ._generated.api.turns import append, conversation, set_pinned, turn
+from ._generated.api.turns import append, conversation, list_turns, set_pinned, turn
 from ._generated.models.append_turn import AppendTurn
 from ._generated.models.append_turns_request import AppendTurnsRequest
 from ._generated.models.compaction_request_body import CompactionRequestBody
+from ._generated.models.import_response import ImportResponse
 from ._generated.models.mode import Mode
 from ._generated.models.turn_patch import TurnPatch
 from ._generated.types import UNSET
@@ -44,11 +51,13 @@ class Call:
     """One request: httpx keyword arguments, and the generated module that reads its answer."""
 
     kwargs: dict[str, Any]
-    endpoint: ModuleType
+    endpoint: ModuleType | SimpleNamespace
     # POSTs carry an Idempotency-Key (the caller's, or a fresh one) that every retry reuses.
     idempotency_key: str | None = None
     # The conversation it reads or writes; None for a tenant-wide read.
     conversation: str | None = None
+    # What a success carries: "json" (parsed by the endpoint), "nothing" (204) or "bytes".
+    answer: str = "json"
 
 
 def _lsn(position: str) -> int:
@@ -172,6 +181,44 @@ def checkpoints_call(conv: str, limit: int | None, cursor: int | None) -> Call:
     return _plain(list_, conversation=conv, limit=_or_unset(limit), cursor=_or_unset(cursor))
 
 
+def turns_call(conv: str, from_: int | None, limit: int | None) -> Call:
+    return _plain(list_turns, conversation=conv, from_=_or_unset(from_), limit=_or_unset(limit))
+
+
+def conversations_call(prefix: str | None, limit: int | None, cursor: str | None) -> Call:
+    return _plain(
+        list_conversations,
+        prefix=_or_unset(prefix),
+        limit=_or_unset(limit),
+        cursor=_or_unset(cursor),
+    )
+
+
+def erase_call(conv: str) -> Call:
+    call = _plain(erase_conversation, conversation=conv)
+    return Call(call.kwargs, call.endpoint, None, conv, answer="nothing")
+
+
+def export_call(conv: str) -> Call:
+    call = _plain(export_conversation, conversation=conv)
+    return Call(call.kwargs, call.endpoint, None, conv, answer="bytes")
+
+
+def _import_response(*, client: Any, response: httpx.Response) -> ImportResponse | None:
+    return ImportResponse.from_dict(response.json()) if response.status_code == 201 else None
+
+
+def import_call(conv: str, ndjson: bytes) -> Call:
+    # Not generated: the generator does not take NDJSON bodies.
+    kwargs = {
+        "method": "post",
+        "url": f"/v1/conversations/{quote(conv, safe='')}/import",
+        "content": ndjson,
+        "headers": {"Content-Type": "application/x-ndjson"},
+    }
+    return Call(kwargs, SimpleNamespace(_parse_response=_import_response), None, conv)
+
+
 def checkpoint_call(conv: str, checkpoint_id: int) -> Call:
     return _plain(one, conversation=conv, checkpoint_id=checkpoint_id)
 
@@ -232,6 +279,10 @@ def result(call: Call, response: httpx.Response) -> Any:
         body = response.json()
     except ValueError:
         body = None
+    if response.is_success and call.answer == "nothing":
+        return None
+    if response.is_success and call.answer == "bytes":
+        return response.content
     if response.is_success and body is not None:
         parsed = call.endpoint._parse_response(client=_Lenient(), response=response)
         if parsed is not None:

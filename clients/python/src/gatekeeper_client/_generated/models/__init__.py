@@ -44,6 +44,8 @@ from .source import Source
 from .status import Status
 from .truncation_signal import TruncationSignal
 from .turn_detail import TurnDetail
+from .turn_list_item import TurnListItem
+from .turn_list_response import TurnListResponse
 from .turn_patch import TurnPatch
 from .turn_response import TurnResponse
 from .turn_status import TurnStatus
@@ -95,6 +97,8 @@ __all__ = (
     "Status",
     "TruncationSignal",
     "TurnDetail",
+    "TurnListItem",
+    "TurnListResponse",
     "TurnPatch",
     "TurnResponse",
     "TurnStatus",
