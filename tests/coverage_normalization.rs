@@ -152,6 +152,69 @@ fn anchors_match_under_normalization_and_only_at_word_boundaries() {
             "caf e\u{301}",
             false,
         ),
+        // NFKC composes `e` + U+0301 into `é`, so the case above holds even for a matcher that
+        // took marks for boundaries; these marks stay separate after normalization.
+        (
+            "the dot İ folds to is part of the word, so `i` is not in İSTANBUL",
+            "i",
+            "flew to İSTANBUL today",
+            false,
+        ),
+        (
+            "a mark with no precomposed form is part of its letter's word",
+            "q",
+            "the q\u{323} sound",
+            false,
+        ),
+        (
+            "the letter stands alone after its marked twin",
+            "q",
+            "q\u{323} and q",
+            true,
+        ),
+        // Anchors that begin with punctuation go through the automaton, not the word index.
+        (
+            "an anchor starting with a dollar sign",
+            "$100",
+            "refund of $100 issued",
+            true,
+        ),
+        (
+            "a dollar amount that is the start of a larger one",
+            "$100",
+            "refund of $1000",
+            false,
+        ),
+        (
+            "a dollar amount after a word character",
+            "$100",
+            "paid US$100 today",
+            false,
+        ),
+        (
+            "a dollar amount before a sentence period",
+            "$100",
+            "it cost $100.",
+            true,
+        ),
+        (
+            "an anchor starting with a hash",
+            "#123",
+            "see ticket #123, fixed",
+            true,
+        ),
+        (
+            "a hash number inside a longer one",
+            "#123",
+            "see ticket #1234",
+            false,
+        ),
+        (
+            "a hash anchor in full-width forms",
+            "#123",
+            "ticket ＃１２３ closed",
+            true,
+        ),
         (
             "an anchor that is only whitespace is never present",
             "   ",

@@ -26,11 +26,21 @@ fn scratch_dir(name: &str) -> PathBuf {
 }
 
 async fn start(data_dir: &PathBuf, port: u16, extra_env: &[(&str, &str)]) -> Child {
+    start_logging_to(data_dir, port, extra_env, Stdio::null()).await
+}
+
+/// [`start`], its log (stdout) written to `log`.
+async fn start_logging_to(
+    data_dir: &PathBuf,
+    port: u16,
+    extra_env: &[(&str, &str)],
+    log: Stdio,
+) -> Child {
     let mut command = binary();
     command
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
         .env("GATEKEEPER_DATA_DIR", data_dir)
-        .stdout(Stdio::null())
+        .stdout(log)
         .stderr(Stdio::null());
     for (k, v) in extra_env {
         command.env(k, v);
@@ -75,7 +85,9 @@ fn append_body(n: usize) -> Vec<u8> {
 async fn a_request_in_flight_when_sigterm_arrives_completes_and_is_kept() {
     let dir = scratch_dir("drain");
     let port = free_port();
-    let mut child = start(&dir, port, &[]).await;
+    let log_path = dir.with_extension("log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut child = start_logging_to(&dir, port, &[], log.into()).await;
 
     // Send the headers and half the body, so the request is in flight for sure.
     let body = append_body(50);
@@ -87,20 +99,30 @@ async fn a_request_in_flight_when_sigterm_arrives_completes_and_is_kept() {
     socket.write_all(head.as_bytes()).await.unwrap();
     let (first, rest) = body.split_at(body.len() / 2);
     socket.write_all(first).await.unwrap();
+    // A probe on a connection of its own, its request line sent: the listener stops accepting
+    // at the signal, but a connection with a request under way is served to the end.
+    let mut probe = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    probe
+        .write_all(b"GET /readyz HTTP/1.1\r\nHost: localhost\r\n")
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
 
     sigterm(&child);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    // Draining: no new work is taken.
-    let fresh = reqwest::Client::new()
-        .get(format!("http://127.0.0.1:{port}/readyz"))
-        .timeout(Duration::from_secs(2))
-        .send()
-        .await;
+    // Draining: the probe is answered, and the answer is "not ready", for the drain's reason.
+    probe.write_all(b"Connection: close\r\n\r\n").await.unwrap();
+    let mut answer = String::new();
+    probe.read_to_string(&mut answer).await.unwrap();
     assert!(
-        fresh.is_err() || fresh.is_ok_and(|r| r.status() == 503),
-        "a draining service is not ready"
+        answer.starts_with("HTTP/1.1 503"),
+        "a draining service answers 503: {answer}"
     );
+    assert!(
+        answer.contains("urn:gatekeeper:problem:unavailable"),
+        "{answer}"
+    );
+    assert!(answer.contains("retry-after: 1"), "{answer}");
 
     socket.write_all(rest).await.unwrap();
     let mut response = String::new();
@@ -114,6 +136,14 @@ async fn a_request_in_flight_when_sigterm_arrives_completes_and_is_kept() {
         .expect("exits after draining")
         .unwrap();
     assert!(status.success(), "a drained shutdown exits 0: {status:?}");
+    // The 503's body is the same for every unavailability; the log says it was the drain.
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let _ = std::fs::remove_file(&log_path);
+    assert!(
+        log.lines()
+            .any(|l| l.contains("WARN") && l.contains("draining: shutdown has begun")),
+        "the 503 was the drain's: {log}"
+    );
 
     // What was acknowledged is there after a restart.
     let child = start(&dir, port, &[]).await;

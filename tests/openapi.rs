@@ -1,4 +1,4 @@
-//! The committed `openapi.yaml` is exactly what the code generates.
+//! The committed `openapi.yaml` is exactly what the code generates and what the service serves.
 
 #[test]
 fn the_committed_openapi_yaml_matches_the_code() {
@@ -25,4 +25,21 @@ fn the_json_document_describes_the_api() {
         yaml["components"]["securitySchemes"]["bearer"]["scheme"],
         "bearer"
     );
+}
+
+#[tokio::test]
+async fn the_running_service_serves_the_committed_document() {
+    let app = gatekeeper_test_support::spawn_app().await;
+    let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.yaml"))
+        .expect("openapi.yaml at the root");
+    let served = app.get("/openapi.yaml").await;
+    assert_eq!(served.status(), 200);
+    assert_eq!(served.headers()["content-type"], "application/yaml");
+    assert!(
+        served.text().await.unwrap() == committed,
+        "GET /openapi.yaml is not the committed openapi.yaml"
+    );
+    let served = app.get("/openapi.json").await;
+    assert_eq!(served.headers()["content-type"], "application/json");
+    assert!(served.text().await.unwrap() == gatekeeper::http::openapi::json());
 }

@@ -438,7 +438,8 @@ async fn decisions_and_reconstructions_are_counted_in_the_metrics() {
     .await;
     expect(app.reconstruct("c", 6).await, StatusCode::OK).await;
     let after = scrape().await;
-    // Other tests share the process-wide recorder: counters only grow, so check at least.
+    // Other tests share the process-wide recorder: counters only grow, so check at least
+    // (tests/observability.rs, a binary of its own, checks them exactly).
     let minimum = [1.0, 3.0, 3.0, 2.0, 1.0, 1.0, 1.0, 1.0];
     for (name, min) in series.iter().zip(minimum) {
         let delta = metric(&after, name) - metric(&before, name);

@@ -1,7 +1,8 @@
 //! Two service processes on one database: a checkpoint made through one reaches the other's
 //! cached reconstruct answers (on Postgres through the checkpoint feed, without a query per
 //! request), and every answer on the way is true; a feed whose connection goes half-open is
-//! noticed within its heartbeat's bound.
+//! noticed within its heartbeat's bound. On SQLite, which has no feed, the feed tests check
+//! what stands in for it: every answer reads the latest checkpoint id.
 
 use crate::reconstruct::{propose_body, setup};
 use crate::support::*;
@@ -94,11 +95,51 @@ async fn a_checkpoint_made_through_another_process_reaches_its_cached_answers() 
     );
 }
 
+/// SQLite: no feed, so no process trusts a remembered checkpoint id; each request reads it (a
+/// primary-key read) and a checkpoint made through one process shows in the other's very next
+/// answer, with no wait, though that answer was cached.
+async fn without_a_feed_every_answer_reads_the_latest_checkpoint(a: &TestApp) {
+    let b = a.another_process().await;
+    for app in [a, &b] {
+        let cache = app
+            .cache
+            .as_ref()
+            .expect("the answer cache is on by default");
+        assert!(!cache.feed_is_up(), "SQLite has no checkpoint feed");
+    }
+    setup(a, "c", 4).await;
+    let live = expect(b.reconstruct("c", 1).await, StatusCode::OK).await;
+    assert_eq!(live["source"], "live");
+    assert_eq!(
+        expect(b.reconstruct("c", 1).await, StatusCode::OK).await,
+        live,
+        "a repeat is the same answer"
+    );
+    expect(
+        a.propose("c", propose_body(0, 3, &[0, 1, 2])).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let covered = expect(b.reconstruct("c", 1).await, StatusCode::OK).await;
+    assert_eq!(source_and_checkpoint(&covered), (Some("summary"), Some(1)));
+    // And the other way round.
+    let before = expect(a.reconstruct("c", 3).await, StatusCode::OK).await;
+    assert_eq!(source_and_checkpoint(&before), (Some("raw_log"), Some(1)));
+    expect(
+        b.propose("c", propose_body(3, 3, &[3])).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let now = expect(a.reconstruct("c", 3).await, StatusCode::OK).await;
+    assert_eq!(source_and_checkpoint(&now), (Some("summary"), Some(2)));
+}
+
 #[tokio::test]
 async fn answers_stay_true_when_the_feed_connections_are_killed_and_the_feed_comes_back() {
     let a = spawn_app().await;
     let AnyStore::Postgres(pg) = &a.store else {
-        return; // SQLite has no feed: every answer reads the latest checkpoint id.
+        // SQLite has no feed to kill: what stands in for it is checked instead.
+        return without_a_feed_every_answer_reads_the_latest_checkpoint(&a).await;
     };
     let b = a.another_process().await;
     assert!(a.feed_up().await && b.feed_up().await);
@@ -192,7 +233,8 @@ async fn a_feed_whose_server_stops_answering_is_noticed_within_its_bound_and_ans
     let bound = config.database.feed_heartbeat().bound();
     let a = spawn_app_with(config).await;
     let AnyStore::Postgres(pg) = &a.store else {
-        return; // SQLite has no feed: every answer reads the latest checkpoint id.
+        // SQLite has no feed to go half-open: what stands in for it is checked instead.
+        return without_a_feed_every_answer_reads_the_latest_checkpoint(&a).await;
     };
     assert!(a.feed_up().await);
     let [a_feed] = feed_pids(pg).await[..] else {
