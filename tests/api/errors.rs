@@ -348,7 +348,7 @@ async fn a_wrong_method_is_405_problem_json() {
         ("DELETE", "/v1/conversations"),
         ("POST", "/v1/conversations/c/export"),
         ("GET", "/v1/conversations/c/import"),
-        ("GET", "/v1/conversations/c/turns"),
+        ("PATCH", "/v1/conversations/c/turns"),
         ("POST", "/v1/conversations/c/reconstruct/0"),
         ("DELETE", "/v1/conversations/c/compactions/1"),
     ];
