@@ -934,6 +934,13 @@ fn rule_8_malformed_proposals_are_errors_not_verdicts() {
             error: |e| matches!(e, ProposalError::TurnsDoNotMatchRange { missing, unexpected, .. } if missing.is_empty() && unexpected.to_string() == "3"),
         },
         Case {
+            // As many turns as the range holds, so only the ids tell: one just past `to`.
+            name: "the range's count of turns with one past its end in place of its last",
+            proposal: base(),
+            turns: vec![three[0].clone(), three[1].clone(), user(3, &[])],
+            error: |e| matches!(e, ProposalError::TurnsDoNotMatchRange { missing, unexpected, .. } if missing.to_string() == "2" && unexpected.to_string() == "3"),
+        },
+        Case {
             name: "a duplicated turn in place of another",
             proposal: base(),
             turns: vec![three[0].clone(), three[0].clone(), three[2].clone()],

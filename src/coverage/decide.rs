@@ -105,7 +105,8 @@ fn validate(proposal: &Proposal, turns: &[TurnFacts]) -> Result<(), ProposalErro
     ids.sort_unstable();
     let duplicates = ids.windows(2).filter(|w| w[0] == w[1]).map(|w| w[0]);
     let outside = ids.iter().copied().filter(|&id| id < from || id > to);
-    let present = IdRanges::from_ids(ids.iter().copied().filter(|&id| id >= from && id <= to));
+    // Ids outside the range cannot fill a hole in it: the complement is taken within it.
+    let present = IdRanges::from_ids(ids.iter().copied());
     Err(ProposalError::TurnsDoNotMatchRange {
         from,
         to,

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# One shard of the coverage core's mutants (.cargo/mutants.toml): shard k of N, k rotating with
+# the commit count, so consecutive CI runs test different mutants and N runs test them all. Fails
+# when a mutant is missed (no test fails on it) or times out. The whole set: bench/mutants.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+shards="${MUTANTS_SHARDS:-200}"
+shard="${MUTANTS_SHARD:-$(( $(git rev-list --count HEAD) % shards ))}"
+if ! command -v cargo-mutants >/dev/null 2>&1; then
+  cargo install --locked --quiet cargo-mutants@27.1.0
+fi
+out="${TMPDIR:-/tmp}/gatekeeper-mutants"
+rm -rf "$out"
+echo "== mutants: shard $shard of $shards"
+# In place: CI's clone is its own, and the debug build the tests made is reused.
+status=0
+# The baseline is skipped: the test step before this one ran the same tests unmutated.
+cargo mutants --in-place --no-shuffle --baseline skip --timeout 300 --shard "$shard/$shards" --output "$out" || status=$?
+for kind in missed timeout; do
+  if [[ -s "$out/mutants.out/$kind.txt" ]]; then echo "$kind:"; cat "$out/mutants.out/$kind.txt"; fi
+done
+# In place means the tree must be as committed again before the next step builds it.
+git diff --quiet -- src || { echo "cargo mutants left src/ changed"; git checkout -- src; exit 1; }
+exit "$status"
