@@ -183,7 +183,8 @@ fn presence(checks: &[TurnCheck<'_>], summary: &str) -> (Vec<u64>, bool) {
         let (found, work) = set.find_first_counting(&normalized);
         (found, work.cut)
     };
-    let terms = if checks.iter().any(|c| c.is_derived() && !c.is_empty()) {
+    // Only derived anchors are looked up among the summary's terms.
+    let terms = if checks.iter().any(|c| c.is_derived()) {
         terms_by_key(normalized.as_str())
     } else {
         Default::default()
