@@ -94,15 +94,9 @@ pub async fn list<S: Store>(
     Conversation(conversation): Conversation,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<CheckpointListResponse>> {
-    let limit = query.limit.unwrap_or(DEFAULT_PAGE);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(Error::BadRequest {
-            detail: format!("limit must be between 1 and {MAX_PAGE}, got {limit}"),
-            field: Some("limit".into()),
-        });
-    }
+    let limit = super::page_limit(query.limit, DEFAULT_PAGE, MAX_PAGE)?;
     let (checkpoints, next_cursor) = service
-        .checkpoints(&tenant, &conversation, query.cursor, limit as u32)
+        .checkpoints(&tenant, &conversation, query.cursor, limit)
         .await?;
     Ok(Json(CheckpointListResponse {
         conversation: conversation.to_string(),
@@ -111,8 +105,8 @@ pub async fn list<S: Store>(
     }))
 }
 
-const DEFAULT_PAGE: i64 = 100;
-const MAX_PAGE: i64 = 1000;
+const DEFAULT_PAGE: u32 = 100;
+const MAX_PAGE: u32 = 1000;
 
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]

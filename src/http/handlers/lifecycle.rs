@@ -54,14 +54,7 @@ pub async fn list<S: Store>(
     Reads(service): Reads<S>,
     ApiQuery(query): ApiQuery<ConversationListQuery>,
 ) -> Result<Json<ConversationListResponse>> {
-    let limit = query.limit.unwrap_or(i64::from(DEFAULT_PAGE));
-    let limit = u32::try_from(limit)
-        .ok()
-        .filter(|l| (1..=MAX_PAGE).contains(l))
-        .ok_or_else(|| Error::BadRequest {
-            detail: format!("limit must be between 1 and {MAX_PAGE}, got {limit}"),
-            field: Some("limit".into()),
-        })?;
+    let limit = super::page_limit(query.limit, DEFAULT_PAGE, MAX_PAGE)?;
     // A cursor is a conversation id; a prefix, the start of one.
     for (field, value) in [("cursor", &query.cursor), ("prefix", &query.prefix)] {
         if let Some(value) = value

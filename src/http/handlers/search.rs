@@ -63,7 +63,7 @@ pub async fn conversation<S: Store>(
     ApiQuery(query): ApiQuery<SearchQuery>,
 ) -> Result<Json<SearchResponse>> {
     let terms = terms(&query.q)?;
-    let limit = limit(query.limit)?;
+    let limit = super::page_limit(query.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
     let answer = service
         .search(&tenant, Some(&conversation), None, &query.q, terms, limit)
         .await?;
@@ -90,7 +90,7 @@ pub async fn tenant<S: Store>(
     ApiQuery(query): ApiQuery<TenantSearchQuery>,
 ) -> Result<Json<SearchResponse>> {
     let terms = terms(&query.q)?;
-    let limit = limit(query.limit)?;
+    let limit = super::page_limit(query.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
     let prefix = query.conversation_prefix.as_deref();
     if let Some(prefix) = prefix {
         if prefix.len() > 128 || !prefix.chars().all(ConversationId::is_id_char) {
@@ -111,15 +111,4 @@ fn terms(q: &str) -> Result<Query> {
         detail: e.to_string(),
         field: Some("q".into()),
     })
-}
-
-fn limit(limit: Option<i64>) -> Result<u32> {
-    match limit {
-        None => Ok(DEFAULT_LIMIT),
-        Some(n) if (1..=i64::from(MAX_LIMIT)).contains(&n) => Ok(n as u32),
-        Some(n) => Err(Error::BadRequest {
-            detail: format!("limit must be between 1 and {MAX_LIMIT}, got {n}"),
-            field: Some("limit".into()),
-        }),
-    }
 }

@@ -107,14 +107,7 @@ pub async fn list<S: Store>(
             field: Some("from".into()),
         });
     }
-    let limit = query.limit.unwrap_or(i64::from(DEFAULT_PAGE));
-    let limit = u32::try_from(limit)
-        .ok()
-        .filter(|l| (1..=MAX_PAGE).contains(l))
-        .ok_or_else(|| Error::BadRequest {
-            detail: format!("limit must be between 1 and {MAX_PAGE}, got {limit}"),
-            field: Some("limit".into()),
-        })?;
+    let limit = super::page_limit(query.limit, DEFAULT_PAGE, MAX_PAGE)?;
     let (turns, next_from) = service
         .turn_sizes(&tenant, &conversation, from, limit)
         .await?;

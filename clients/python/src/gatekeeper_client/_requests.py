@@ -108,8 +108,9 @@ def _post(endpoint: ModuleType, key: str | None, **kwargs: Any) -> Call:
     return Call(kw, endpoint, key, kwargs.get("conversation"))
 
 
-def _plain(endpoint: ModuleType, **kwargs: Any) -> Call:
-    return Call(endpoint._get_kwargs(**kwargs), endpoint, None, kwargs.get("conversation"))
+def _plain(endpoint: ModuleType, answer: str = "json", **kwargs: Any) -> Call:
+    conv = kwargs.get("conversation")
+    return Call(endpoint._get_kwargs(**kwargs), endpoint, None, conv, answer)
 
 
 def _turn(t: TurnLike) -> AppendTurn:
@@ -195,13 +196,11 @@ def conversations_call(prefix: str | None, limit: int | None, cursor: str | None
 
 
 def erase_call(conv: str) -> Call:
-    call = _plain(erase_conversation, conversation=conv)
-    return Call(call.kwargs, call.endpoint, None, conv, answer="nothing")
+    return _plain(erase_conversation, answer="nothing", conversation=conv)
 
 
 def export_call(conv: str) -> Call:
-    call = _plain(export_conversation, conversation=conv)
-    return Call(call.kwargs, call.endpoint, None, conv, answer="bytes")
+    return _plain(export_conversation, answer="bytes", conversation=conv)
 
 
 def _import_response(*, client: Any, response: httpx.Response) -> ImportResponse | None:
