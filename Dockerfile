@@ -25,22 +25,26 @@ ARG BINARY_FROM=builder
 FROM ${RUST_IMAGE} AS builder
 WORKDIR /build
 
-# Dependencies first, against a placeholder crate, so that this layer is rebuilt only when the
-# manifest or the lock file changes. benches/ is copied because Cargo.toml names its targets.
+# Dependencies first, against placeholder crates, so that this layer is rebuilt only when a
+# manifest or the lock file changes. benches/ is copied because Cargo.toml names its targets, and
+# the workspace members' manifests because cargo loads every member.
 COPY Cargo.toml Cargo.lock ./
 COPY benches ./benches
-RUN mkdir src \
+COPY crates/coverage/Cargo.toml crates/coverage/
+COPY crates/tau-bench/Cargo.toml crates/tau-bench/
+COPY tests/support/Cargo.toml tests/support/
+RUN mkdir -p src crates/coverage/src crates/tau-bench/src tests/support/src \
     && echo 'fn main() {}' > src/main.rs \
-    && touch src/lib.rs \
+    && touch src/lib.rs crates/coverage/src/lib.rs crates/tau-bench/src/lib.rs tests/support/src/lib.rs \
     && cargo build --release --locked --bin gatekeeper \
-    && rm -rf src
+    && rm -rf src crates tests
 
-# The real sources: the whole context that .dockerignore lets through (src/, migrations/, which
+# The real sources: the whole context that .dockerignore lets through (src/, crates/, migrations/, which
 # are embedded in the binary at compile time, and any file the code includes). COPY keeps the
 # files' own, older mtimes: touch the crate roots so that cargo rebuilds the crate instead of
 # keeping the placeholder, and check that the binary is the real one.
 COPY . .
-RUN touch src/main.rs src/lib.rs \
+RUN touch src/main.rs src/lib.rs crates/coverage/src/lib.rs crates/tau-bench/src/lib.rs \
     && cargo build --release --locked --bin gatekeeper \
     && ./target/release/gatekeeper serve --help > /tmp/serve-help.txt \
     && grep -q 'GATEKEEPER_LISTEN' /tmp/serve-help.txt \

@@ -20,5 +20,5 @@ for kind in missed timeout; do
   if [[ -s "$out/mutants.out/$kind.txt" ]]; then echo "$kind:"; cat "$out/mutants.out/$kind.txt"; fi
 done
 # In place means the tree must be as committed again before the next step builds it.
-git diff --quiet -- src || { echo "cargo mutants left src/ changed"; git checkout -- src; exit 1; }
+git diff --quiet -- crates || { echo "cargo mutants left crates/ changed"; git checkout -- crates; exit 1; }
 exit "$status"

@@ -38,11 +38,11 @@ COMMON = ["flight", "reservation", "cancel", "refund", "baggage", "economy"]
 
 
 def service_stop_words():
-    """The service's documented stop-word list (src/coverage/derive/stop_words.rs): stop words
+    """The service's documented stop-word list (crates/coverage/src/derive/stop_words.rs): stop words
     are never indexed, so a turn whose only rare words are stop words has no token to find it
     by. The oracle shares this list and nothing else."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    source = open(os.path.join(root, "src/coverage/derive/stop_words.rs")).read()
+    source = open(os.path.join(root, "crates/coverage/src/derive/stop_words.rs")).read()
     listed = source[source.index("const STOP_WORDS"):]
     return set(re.findall(r'"([^"]+)"', listed[: listed.index("];")]))
 

@@ -17,8 +17,9 @@ pub mod api;
 pub mod append;
 /// The working context: which summaries and turns it holds, in turn order (pure).
 pub mod context;
-/// The coverage decision: pure functions from turns + proposal to a verdict (no IO).
-pub mod coverage;
+/// The coverage decision: pure functions from turns + proposal to a verdict (no IO), in a crate
+/// of its own (`crates/coverage`) so that nothing impure can be imported into it.
+pub use gatekeeper_coverage as coverage;
 /// Parsed request values (conversation ids, turns, proposals): valid once constructed.
 pub mod domain;
 /// The compaction plan and its advice (compact, raise the budget, or wait) (pure).
@@ -50,7 +51,8 @@ pub mod client;
 pub mod config;
 /// Starting (the backend chosen once, by URL), serving on a given listener, draining.
 pub mod server;
-/// Reader for the tau-bench airline transcripts used by tests, benchmarks and the CLI.
-pub mod tau_bench;
+/// Reader for the tau-bench airline transcripts used by tests, benchmarks and the CLI
+/// (`crates/tau-bench`).
+pub use gatekeeper_tau_bench as tau_bench;
 /// Logs, and OpenTelemetry traces over OTLP/HTTP when an endpoint is set.
 pub mod telemetry;

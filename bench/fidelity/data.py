@@ -25,7 +25,7 @@ class Session:
 
 
 def render(turn: dict) -> str:
-    """The turn's text as the service's CLI renders it (src/tau_bench.rs `TranscriptTurn::text`):
+    """The turn's text as the service's CLI renders it (crates/tau-bench/src/lib.rs `TranscriptTurn::text`):
     the content, or, when it is empty and the turn calls tools, one `name(arguments)` line per call.
     """
     content = turn.get("content") or ""

@@ -1,9 +1,9 @@
 //! One table per rule of the coverage decision (issue 2, rules 1–8).
 
-use gatekeeper_test_support::coverage as common;
+mod common;
 
 use common::*;
-use gatekeeper::coverage::{
+use gatekeeper_coverage::{
     AnchorRule, CompressionRatio, CoveragePath, IdRanges, Mode, Outcome, Policy, ProposalError,
     Reason, Rejection, Role, TruncationSignal, TurnStatus, decide,
 };
@@ -128,7 +128,7 @@ fn rule_1_required_budget_is_the_ceiling_of_tokens_over_ratio_per_role() {
             .map(|(i, &(role, tokens))| turn(i as i64, role, tokens, &["A1"]))
             .collect();
         let p = proposal(0, turns.len() as i64 - 1, "A1.");
-        let p = gatekeeper::coverage::Proposal {
+        let p = gatekeeper_coverage::Proposal {
             summary_budget: c.budget,
             summary_tokens: 0,
             ..p
@@ -402,7 +402,7 @@ fn rule_3_each_truncation_tell_is_reported_by_name() {
         },
     ];
     for c in cases {
-        let p = gatekeeper::coverage::Proposal {
+        let p = gatekeeper_coverage::Proposal {
             finish_reason: c.finish_reason.map(String::from),
             end_marker: c.end_marker.map(String::from),
             summary_budget: 100,
@@ -508,7 +508,7 @@ fn rule_4_a_coverage_report_is_trusted_only_as_far_as_the_anchors_bear_it_out() 
         },
     ];
     for c in cases {
-        let p = gatekeeper::coverage::Proposal {
+        let p = gatekeeper_coverage::Proposal {
             consumed: Some(ranges(c.consumed)),
             ..proposal(0, 3, c.summary)
         };
@@ -702,7 +702,7 @@ fn rule_6_without_a_report_past_the_ceiling_or_truncated_it_fails_closed() {
         },
     ];
     for c in cases {
-        let p = gatekeeper::coverage::Proposal {
+        let p = gatekeeper_coverage::Proposal {
             summary_budget: c.budget,
             summary_tokens: 1,
             ..proposal(0, 4, c.summary)
@@ -724,7 +724,7 @@ fn rule_6_without_a_report_past_the_ceiling_or_truncated_it_fails_closed() {
     }
     // Every turn anchored: nothing is left behind even over the ceiling.
     let anchored = [user(0, &["A0"]), user(1, &["A1"])];
-    let p = gatekeeper::coverage::Proposal {
+    let p = gatekeeper_coverage::Proposal {
         summary_budget: 1,
         summary_tokens: 0,
         ..proposal(0, 1, "A0 A1.")
@@ -819,7 +819,7 @@ fn rule_7_the_outcome_follows_the_sets_and_strict_mode_rejects_any_gap() {
         },
     ];
     for c in cases {
-        let p = gatekeeper::coverage::Proposal {
+        let p = gatekeeper_coverage::Proposal {
             mode: c.mode,
             summary_budget: c.budget,
             summary_tokens: 0,
@@ -836,7 +836,7 @@ fn rule_7_the_outcome_follows_the_sets_and_strict_mode_rejects_any_gap() {
     // A strict rejection keeps the same detail a narrow verdict would have.
     let narrow = decide_default(&proposal(0, 2, "A0 A2."), &turns);
     let strict = decide_default(
-        &gatekeeper::coverage::Proposal {
+        &gatekeeper_coverage::Proposal {
             mode: Mode::Strict,
             ..proposal(0, 2, "A0 A2.")
         },
@@ -854,14 +854,14 @@ fn rule_8_malformed_proposals_are_errors_not_verdicts() {
     let base = || proposal(0, 2, "A0 A1 A2.");
     struct Case {
         name: &'static str,
-        proposal: gatekeeper::coverage::Proposal,
-        turns: Vec<gatekeeper::coverage::TurnFacts>,
+        proposal: gatekeeper_coverage::Proposal,
+        turns: Vec<gatekeeper_coverage::TurnFacts>,
         error: fn(&ProposalError) -> bool,
     }
     let cases = [
         Case {
             name: "from after to",
-            proposal: gatekeeper::coverage::Proposal {
+            proposal: gatekeeper_coverage::Proposal {
                 from: 3,
                 to: 2,
                 ..base()
@@ -871,13 +871,13 @@ fn rule_8_malformed_proposals_are_errors_not_verdicts() {
         },
         Case {
             name: "negative from",
-            proposal: gatekeeper::coverage::Proposal { from: -1, ..base() },
+            proposal: gatekeeper_coverage::Proposal { from: -1, ..base() },
             turns: three.to_vec(),
             error: |e| matches!(e, ProposalError::NegativeFrom { from: -1 }),
         },
         Case {
             name: "zero budget",
-            proposal: gatekeeper::coverage::Proposal {
+            proposal: gatekeeper_coverage::Proposal {
                 summary_budget: 0,
                 ..base()
             },
@@ -886,7 +886,7 @@ fn rule_8_malformed_proposals_are_errors_not_verdicts() {
         },
         Case {
             name: "negative budget",
-            proposal: gatekeeper::coverage::Proposal {
+            proposal: gatekeeper_coverage::Proposal {
                 summary_budget: -1,
                 ..base()
             },
@@ -895,7 +895,7 @@ fn rule_8_malformed_proposals_are_errors_not_verdicts() {
         },
         Case {
             name: "consumed range backwards",
-            proposal: gatekeeper::coverage::Proposal {
+            proposal: gatekeeper_coverage::Proposal {
                 consumed: Some(ranges(&[[2, 1]])),
                 ..base()
             },
@@ -904,7 +904,7 @@ fn rule_8_malformed_proposals_are_errors_not_verdicts() {
         },
         Case {
             name: "consumed beyond to",
-            proposal: gatekeeper::coverage::Proposal {
+            proposal: gatekeeper_coverage::Proposal {
                 consumed: Some(ranges(&[[0, 3]])),
                 ..base()
             },
@@ -913,7 +913,7 @@ fn rule_8_malformed_proposals_are_errors_not_verdicts() {
         },
         Case {
             name: "consumed before from",
-            proposal: gatekeeper::coverage::Proposal {
+            proposal: gatekeeper_coverage::Proposal {
                 from: 1,
                 consumed: Some(ranges(&[[0, 2]])),
                 ..base()

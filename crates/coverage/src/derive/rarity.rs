@@ -2,8 +2,8 @@
 //! conversation already had them, so the anchors a turn gets are what is new in it.
 
 use super::{AnchorSource, Candidate, candidates_of, ranked};
-use crate::coverage::profile::{MAX_CANDIDATES, TermProfile};
-use crate::coverage::terms::{TermKey, countable_key, term_keys};
+use crate::profile::{MAX_CANDIDATES, TermProfile};
+use crate::terms::{TermKey, countable_key, term_keys};
 use foldhash::HashMap;
 
 /// Candidates considered per turn before rarity picks the [`MAX_CANDIDATES`] it keeps.

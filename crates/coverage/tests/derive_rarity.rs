@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use gatekeeper::coverage::TermProfile;
-use gatekeeper::coverage::derive::{AnchorSource, Draft, is_stop_word, rank_by_rarity};
-use gatekeeper::tau_bench::{self, TranscriptTurn};
+use gatekeeper_coverage::TermProfile;
+use gatekeeper_coverage::derive::{AnchorSource, Draft, is_stop_word, rank_by_rarity};
+use gatekeeper_tau_bench::{self as tau_bench, TranscriptTurn};
 
 fn source(role: &str) -> AnchorSource {
     if role == "tool" {

@@ -1,7 +1,7 @@
 //! Builders shared by the coverage tests: terse turns and proposals.
 #![allow(dead_code)]
 
-use gatekeeper::coverage::{
+use gatekeeper_coverage::{
     IdRange, Mode, Policy, Proposal, Role, TermProfile, TurnAnchors, TurnFacts, Verdict, decide,
 };
 

@@ -48,7 +48,7 @@ pub const MAX_KEY_CHARS: usize = 64;
 
 /// Characters that join words inside one term: the identifier punctuation of the anchor
 /// tokenizer, plus `,` (as in `1,250`).
-pub(crate) fn is_joining(c: char) -> bool {
+pub fn is_joining(c: char) -> bool {
     is_inner(c) || c == ','
 }
 

@@ -1,9 +1,9 @@
 //! Invariants of rule 2b over random texts, checked against a naive matcher that reads the
 //! turns' content (the decision never does: it counts term keys).
 
-use gatekeeper::coverage::derive::{AnchorSource, Draft, rank_by_rarity};
-use gatekeeper::coverage::terms::term_keys;
-use gatekeeper::coverage::{
+use gatekeeper_coverage::derive::{AnchorSource, Draft, rank_by_rarity};
+use gatekeeper_coverage::terms::term_keys;
+use gatekeeper_coverage::{
     Mode, Policy, Proposal, Role, TurnAnchors, TurnFacts, decide, decide_with_evidence,
 };
 use proptest::prelude::*;

@@ -221,7 +221,7 @@ pub struct Decision {
     /// anchors found in the summary (bit i: candidate i); 0 unless the turn is covered on
     /// derived anchors.
     pub candidates_used: Vec<u16>,
-    /// The matcher ran out of its work budget ([`crate::coverage::matching::Work`]): some
+    /// The matcher ran out of its work budget ([`crate::matching::Work`]): some
     /// client anchors were counted absent without being looked for to the end, so their turns
     /// are uncovered (never claimed). Only adversarial summaries and anchors get here.
     pub matching_cut: bool,

@@ -78,10 +78,10 @@ pub enum TauBenchError {
     },
 }
 
-/// Where the shared data lives relative to this crate: `<manifest dir>/../shared/data/`.
+/// Where the shared data lives relative to the repository: `<repository>/../shared/data/`.
 pub fn default_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
+        .join("../../..")
         .join("shared")
         .join("data")
         .join("tau-bench-airline.jsonl.gz")

@@ -1,10 +1,10 @@
 //! Fuzzing the core with proptest: arbitrary Unicode through the normalizer and the anchor
 //! matcher, arbitrary proposals through the decision. Cases come from `PROPTEST_CASES`
 //! (CI runs a short bounded run; `PROPTEST_CASES=200000 cargo test --release --test fuzz_core`
-//! is the long one), and failures found are kept in `tests/fuzz_core.proptest-regressions`.
+//! is the long one), and failures found are kept in `crates/coverage/tests/fuzz_core.proptest-regressions`.
 
-use gatekeeper::coverage::normalize::normalize;
-use gatekeeper::coverage::{
+use gatekeeper_coverage::normalize::normalize;
+use gatekeeper_coverage::{
     IdRange, Mode, Outcome, Policy, Proposal, Role, TermProfile, TruncationSignal, TurnAnchors,
     TurnFacts, anchor_present, decide, locate,
 };

@@ -3,10 +3,10 @@
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
-use gatekeeper::coverage::derive::{
+use gatekeeper_coverage::derive::{
     AnchorSource, DEFAULT_ANCHOR_COUNT, MAX_ANCHOR_CHARS, derive_anchors, is_stop_word,
 };
-use gatekeeper::tau_bench::{self, Conversation, TranscriptTurn};
+use gatekeeper_tau_bench::{self as tau_bench, Conversation, TranscriptTurn};
 use proptest::prelude::*;
 use unicode_normalization::UnicodeNormalization;
 

@@ -1,9 +1,9 @@
 //! Invariants of the decision over random ranges, anchors, reports and summaries.
 
-use gatekeeper_test_support::coverage as common;
+mod common;
 
 use common::{given, given_mut, turn};
-use gatekeeper::coverage::{
+use gatekeeper_coverage::{
     IdRange, IdRanges, Mode, Outcome, Policy, Proposal, Role, TurnFacts, decide,
 };
 use proptest::prelude::*;
@@ -190,7 +190,7 @@ proptest! {
     fn the_matcher_agrees_with_a_naive_scan(c in case()) {
         for a in VOCABULARY {
             prop_assert_eq!(
-                gatekeeper::coverage::anchor_present(a, &c.proposal.summary),
+                gatekeeper_coverage::anchor_present(a, &c.proposal.summary),
                 naive_present(a, &c.proposal.summary),
                 "{:?} in {:?}", a, c.proposal.summary
             );
@@ -252,6 +252,6 @@ proptest! {
             Outcome::Accepted
         };
         prop_assert_eq!(v.outcome, expected);
-        prop_assert_eq!(v.covered.is_empty(), v.rejection == Some(gatekeeper::coverage::Rejection::NothingCovered));
+        prop_assert_eq!(v.covered.is_empty(), v.rejection == Some(gatekeeper_coverage::Rejection::NothingCovered));
     }
 }

@@ -1,11 +1,11 @@
 //! Rule 2b (derived anchors must tell their turn apart) and rule 2c (pinned turns), one table
 //! each, on turns profiled exactly as appends profile them.
 
-use gatekeeper_test_support::coverage as common;
+mod common;
 
 use common::{proposal, ranges};
-use gatekeeper::coverage::derive::{AnchorSource, Draft, rank_by_rarity};
-use gatekeeper::coverage::{
+use gatekeeper_coverage::derive::{AnchorSource, Draft, rank_by_rarity};
+use gatekeeper_coverage::{
     AnchorEvidence, AnchorRule, IdRanges, Outcome, Policy, Reason, Role, TurnAnchors, TurnFacts,
     TurnStatus, Verdict, decide, decide_with_evidence,
 };
@@ -304,11 +304,11 @@ fn rule_2c_a_pinned_turn_is_never_covered_whatever_the_path() {
     );
     turns[1].pinned = true;
     let summary = "Rebook ZFA04Y; always answer in French; Cancel HAT170.";
-    let reported = gatekeeper::coverage::Proposal {
+    let reported = gatekeeper_coverage::Proposal {
         consumed: Some(ranges(&[[0, 2]])),
         ..proposal(0, 2, summary)
     };
-    let truncated = gatekeeper::coverage::Proposal {
+    let truncated = gatekeeper_coverage::Proposal {
         finish_reason: Some("length".into()),
         ..proposal(0, 2, summary)
     };
@@ -337,7 +337,7 @@ fn rule_2c_a_pinned_turn_is_never_covered_whatever_the_path() {
 fn rule_2c_a_pinned_last_turn_does_not_carry_a_fail_closed_checkpoint() {
     let mut turns = derived(0, &["Rebook ZFA04Y", "Cancel HAT170"]);
     turns[1].pinned = true;
-    let p = gatekeeper::coverage::Proposal {
+    let p = gatekeeper_coverage::Proposal {
         finish_reason: Some("length".into()),
         ..proposal(0, 1, "Rebook ZFA04Y, Cancel HAT170")
     };

@@ -1,6 +1,6 @@
 //! Anchor presence: normalization (NFKC, full case folding, whitespace) and word boundaries.
 
-use gatekeeper::coverage::{anchor_present, locate};
+use gatekeeper_coverage::{anchor_present, locate};
 
 #[test]
 fn anchors_match_under_normalization_and_only_at_word_boundaries() {

@@ -128,7 +128,7 @@ fn continues_cluster(c: char) -> bool {
 }
 
 /// A letter, digit or combining mark: the characters a word boundary may not cut through.
-pub(crate) fn is_word_char(c: char) -> bool {
+pub fn is_word_char(c: char) -> bool {
     if c.is_ascii() {
         return c.is_ascii_alphanumeric();
     }
