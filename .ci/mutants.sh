@@ -4,7 +4,7 @@
 # when a mutant is missed (no test fails on it) or times out. The whole set: bench/mutants.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-shards="${MUTANTS_SHARDS:-200}"
+shards="${MUTANTS_SHARDS:-100}"
 shard="${MUTANTS_SHARD:-$(( $(git rev-list --count HEAD) % shards ))}"
 if ! command -v cargo-mutants >/dev/null 2>&1; then
   cargo install --locked --quiet cargo-mutants@27.1.0
@@ -15,7 +15,7 @@ echo "== mutants: shard $shard of $shards"
 # In place: CI's clone is its own, and the debug build the tests made is reused.
 status=0
 # The baseline is skipped: the test step before this one ran the same tests unmutated.
-cargo mutants --in-place --no-shuffle --baseline skip --timeout 300 --shard "$shard/$shards" --output "$out" || status=$?
+cargo mutants --workspace --in-place --no-shuffle --baseline skip --timeout 300 --shard "$shard/$shards" --output "$out" || status=$?
 for kind in missed timeout; do
   if [[ -s "$out/mutants.out/$kind.txt" ]]; then echo "$kind:"; cat "$out/mutants.out/$kind.txt"; fi
 done

@@ -5,4 +5,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo-mutants >/dev/null 2>&1 || cargo install --locked cargo-mutants@27.1.0
-cargo mutants --no-shuffle --profile mutants --output "${MUTANTS_OUT:-target/mutants}" "$@"
+cargo mutants --workspace --no-shuffle --profile mutants --output "${MUTANTS_OUT:-target/mutants}" "$@"

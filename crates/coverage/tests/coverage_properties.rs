@@ -4,7 +4,7 @@ mod common;
 
 use common::{given, given_mut, turn};
 use gatekeeper_coverage::{
-    IdRange, IdRanges, Mode, Outcome, Policy, Proposal, Role, TurnFacts, decide,
+    IdRange, IdRanges, Mode, Outcome, Policy, Proposal, Reason, Rejection, Role, TurnFacts, decide,
 };
 use proptest::prelude::*;
 use unicode_normalization::UnicodeNormalization;
@@ -53,24 +53,32 @@ fn word_char(c: char) -> bool {
 
 /// An independent reading of the anchor rule: normalize whole strings, scan every position.
 fn naive_present(anchor: &str, summary: &str) -> bool {
-    fn norm(s: &str) -> String {
-        let folded: String = caseless::default_case_fold_str(&s.nfkc().collect::<String>())
-            .nfkc()
-            .collect();
-        folded.split_whitespace().collect::<Vec<_>>().join(" ")
-    }
-    let (anchor, summary) = (norm(anchor), norm(summary));
+    neighbours(&norm(anchor), &norm(summary))
+        .iter()
+        .any(|(before, after)| !before.is_some_and(word_char) && !after.is_some_and(word_char))
+}
+
+/// NFKC, full case folding, NFKC again, whitespace collapsed.
+fn norm(s: &str) -> String {
+    let folded: String = caseless::default_case_fold_str(&s.nfkc().collect::<String>())
+        .nfkc()
+        .collect();
+    folded.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Each place a normalized anchor occurs in a normalized summary, word-bounded or not: the
+/// characters just before and just after it.
+fn neighbours(anchor: &str, summary: &str) -> Vec<(Option<char>, Option<char>)> {
     if anchor.is_empty() {
-        return false;
+        return Vec::new();
     }
-    summary.char_indices().any(|(i, _)| {
-        summary[i..].starts_with(&anchor)
-            && !summary[..i].chars().next_back().is_some_and(word_char)
-            && !summary[i + anchor.len()..]
-                .chars()
-                .next()
-                .is_some_and(word_char)
-    })
+    (summary.char_indices())
+        .filter(|(i, _)| summary[*i..].starts_with(anchor))
+        .map(|(i, _)| {
+            let before = summary[..i].chars().next_back();
+            (before, summary[i + anchor.len()..].chars().next())
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone)]
@@ -94,7 +102,12 @@ fn case() -> impl Strategy<Value = Case> {
         let word = || proptest::sample::select(VOCABULARY);
         let to = from + len as i64 - 1;
         let turns = proptest::collection::vec(
-            (role(), 0u32..600, proptest::collection::vec(word(), 0..4)),
+            (
+                role(),
+                0u32..600,
+                proptest::collection::vec(word(), 0..4),
+                proptest::bool::weighted(0.1),
+            ),
             len,
         );
         let summary_words =
@@ -149,8 +162,9 @@ fn case() -> impl Strategy<Value = Case> {
                         turns: turns
                             .into_iter()
                             .enumerate()
-                            .map(|(i, (role, tokens, anchors))| {
-                                turn(from + i as i64, role, tokens, &anchors)
+                            .map(|(i, (role, tokens, anchors, pinned))| TurnFacts {
+                                pinned,
+                                ..turn(from + i as i64, role, tokens, &anchors)
                             })
                             .collect(),
                         shuffle_keys: keys,
@@ -211,6 +225,18 @@ proptest! {
     }
 
     #[test]
+    fn a_pinned_turn_is_never_covered_and_is_listed_as_pinned_when_compacted(c in case()) {
+        let v = decide(&c.proposal, &c.turns, &Policy::default()).unwrap();
+        for t in c.turns.iter().filter(|t| t.pinned) {
+            prop_assert!(!v.covered.contains(t.id), "pinned turn {} covered", t.id);
+            if v.uncovered.contains(t.id) {
+                let detail = v.turns.iter().find(|d| d.id == t.id).unwrap();
+                prop_assert_eq!(detail.reason, Reason::Pinned);
+            }
+        }
+    }
+
+    #[test]
     fn strict_mode_only_ever_accepts_or_rejects(c in case()) {
         let p = Proposal { mode: Mode::Strict, ..c.proposal.clone() };
         let v = decide(&p, &c.turns, &Policy::default()).unwrap();
@@ -252,6 +278,87 @@ proptest! {
             Outcome::Accepted
         };
         prop_assert_eq!(v.outcome, expected);
-        prop_assert_eq!(v.covered.is_empty(), v.rejection == Some(gatekeeper_coverage::Rejection::NothingCovered));
+        prop_assert_eq!(v.covered.is_empty(), v.rejection == Some(Rejection::NothingCovered));
     }
+}
+
+/// Every branch the properties above are meant to exercise, by name.
+const BRANCHES: &[&str] = &[
+    "accepted",
+    "narrowed",
+    "partial",
+    "rejected: nothing covered",
+    "rejected: strict mode",
+    "uncovered: not_reported",
+    "uncovered: anchor_missing",
+    "uncovered: no_anchors",
+    "uncovered: pinned",
+    "not compacted: beyond_last_anchor",
+    "over the ceiling",
+    "within the ceiling",
+    "truncated",
+    "not truncated",
+    "a turn with all of its anchors in the summary",
+    "a turn with some of its anchors in the summary",
+    "an anchor's text touching a combining mark",
+    "an anchor present between punctuation",
+];
+
+#[test]
+fn the_generator_reaches_every_outcome_reason_and_boundary_the_properties_speak_of() {
+    common::assert_branches_reached(2000, case(), BRANCHES, |c| {
+        let v = decide(&c.proposal, &c.turns, &Policy::default()).unwrap();
+        let mut reached = vec![match (v.outcome, v.rejection) {
+            (Outcome::Accepted, _) => "accepted",
+            (Outcome::Narrowed, _) => "narrowed",
+            (Outcome::Partial, _) => "partial",
+            (Outcome::Rejected, Some(Rejection::StrictMode)) => "rejected: strict mode",
+            (Outcome::Rejected, _) => "rejected: nothing covered",
+        }];
+        reached.extend(v.turns.iter().map(|d| match d.reason {
+            Reason::NotReported => "uncovered: not_reported",
+            Reason::AnchorMissing => "uncovered: anchor_missing",
+            Reason::NoAnchors => "uncovered: no_anchors",
+            Reason::Pinned => "uncovered: pinned",
+            Reason::BeyondLastAnchor => "not compacted: beyond_last_anchor",
+        }));
+        reached.push(if v.over_ceiling {
+            "over the ceiling"
+        } else {
+            "within the ceiling"
+        });
+        reached.push(if v.truncated {
+            "truncated"
+        } else {
+            "not truncated"
+        });
+        for t in &c.turns {
+            let present = given(t)
+                .iter()
+                .filter(|a| naive_present(a, &c.proposal.summary));
+            match present.count() {
+                0 => {}
+                n if n == given(t).len() => {
+                    reached.push("a turn with all of its anchors in the summary")
+                }
+                _ => reached.push("a turn with some of its anchors in the summary"),
+            }
+        }
+        let mark = |c: Option<char>| c.is_some_and(unicode_normalization::char::is_combining_mark);
+        let punctuation = |c: Option<char>| c.is_some_and(|c| !c.is_whitespace() && !word_char(c));
+        let summary = norm(&c.proposal.summary);
+        for a in VOCABULARY {
+            let around = neighbours(&norm(a), &summary);
+            if around.iter().any(|&(b, f)| mark(b) || mark(f)) {
+                reached.push("an anchor's text touching a combining mark");
+            }
+            if around
+                .iter()
+                .any(|&(b, f)| punctuation(b) && punctuation(f))
+            {
+                reached.push("an anchor present between punctuation");
+            }
+        }
+        reached
+    });
 }

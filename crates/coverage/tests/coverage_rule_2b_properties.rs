@@ -1,10 +1,12 @@
 //! Invariants of rule 2b over random texts, checked against a naive matcher that reads the
 //! turns' content (the decision never does: it counts term keys).
 
+mod common;
+
 use gatekeeper_coverage::derive::{AnchorSource, Draft, rank_by_rarity};
 use gatekeeper_coverage::terms::term_keys;
 use gatekeeper_coverage::{
-    Mode, Policy, Proposal, Role, TurnAnchors, TurnFacts, decide, decide_with_evidence,
+    Mode, Policy, Proposal, Reason, Role, TurnAnchors, TurnFacts, decide, decide_with_evidence,
 };
 use proptest::prelude::*;
 use unicode_normalization::UnicodeNormalization;
@@ -77,6 +79,23 @@ fn naive_present(anchor: &str, text: &str) -> bool {
         })
 }
 
+/// A range's texts and a summary made of some of them and some loose words, so that anchors are
+/// often present.
+fn range_and_summary() -> impl Strategy<Value = (Vec<String>, String)> {
+    (
+        prop::collection::vec(text(), 1..8),
+        prop::collection::vec((0usize..8, 0..WORDS.len()), 0..12),
+    )
+        .prop_map(|(texts, pieces)| {
+            let mut summary = String::new();
+            for (t, w) in pieces {
+                summary.push_str(texts.get(t).map_or(WORDS[w], String::as_str));
+                summary.push_str(". ");
+            }
+            (texts, summary)
+        })
+}
+
 fn derived(texts: &[String]) -> Vec<TurnFacts> {
     let drafts = texts.iter().map(|t| Draft::new(t, AnchorSource::Prose));
     let (profiles, _) = rank_by_rarity(drafts, &Default::default());
@@ -126,15 +145,8 @@ proptest! {
 
     #[test]
     fn a_turn_is_covered_only_by_its_anchors_in_the_summary_its_own_words_first(
-        texts in prop::collection::vec(text(), 1..8),
-        pieces in prop::collection::vec((0usize..8, 0..WORDS.len()), 0..12),
+        (texts, summary) in range_and_summary(),
     ) {
-        // The summary: some of the texts and some loose words, so anchors are often present.
-        let mut summary = String::new();
-        for (t, w) in pieces {
-            summary.push_str(texts.get(t).map_or(WORDS[w], String::as_str));
-            summary.push_str(". ");
-        }
         let turns = derived(&texts);
         let d = decide_with_evidence(&proposal(texts.len() as i64 - 1, summary.clone()), &turns, &Policy::default()).unwrap();
         let held_elsewhere = |k: usize, anchor: &str| {
@@ -172,4 +184,58 @@ proptest! {
         shuffled.reverse();
         prop_assert_eq!(decide(&proposal(texts.len() as i64 - 1, summary), &shuffled, &Policy::default()).unwrap(), expected);
     }
+}
+
+/// Every branch of rule 2b the properties above are meant to exercise, by name.
+const BRANCHES: &[&str] = &[
+    "covered on anchors no other turn holds",
+    "covered on an anchor other turns hold too",
+    "uncovered: every anchor checked is shared",
+    "uncovered: an anchor of its own is missing",
+    "uncovered: no_anchors",
+    "a turn with some but not all of its candidates in the summary",
+];
+
+#[test]
+fn the_generator_reaches_every_branch_of_rule_2b_the_properties_speak_of() {
+    common::assert_branches_reached(512, range_and_summary(), BRANCHES, |(texts, summary)| {
+        let turns = derived(&texts);
+        let p = proposal(texts.len() as i64 - 1, summary.clone());
+        let d = decide_with_evidence(&p, &turns, &Policy::default()).unwrap();
+        let shared = |k: usize, anchor: &str| {
+            (texts.iter().enumerate()).any(|(j, other)| j != k && naive_present(anchor, other))
+        };
+        let mut reached = Vec::new();
+        for (k, turn) in turns.iter().enumerate() {
+            let candidates: Vec<&str> = turn.profile.candidates().map(|c| c.text).collect();
+            let present = candidates
+                .iter()
+                .filter(|a| naive_present(a, &summary))
+                .count();
+            if present > 0 && present < candidates.len() {
+                reached.push("a turn with some but not all of its candidates in the summary");
+            }
+            if d.verdict.covered.contains(turn.id) {
+                let used = (candidates.iter().enumerate())
+                    .filter(|(i, _)| d.candidates_used[k] & (1 << i) != 0);
+                reached.push(if used.clone().any(|(_, a)| shared(k, a)) {
+                    "covered on an anchor other turns hold too"
+                } else {
+                    "covered on anchors no other turn holds"
+                });
+                continue;
+            }
+            let detail = d.verdict.turns.iter().find(|t| t.id == turn.id).unwrap();
+            reached.push(match detail.reason {
+                Reason::NoAnchors => "uncovered: no_anchors",
+                _ if !detail.evidence.is_empty()
+                    && detail.evidence.iter().all(|e| e.turns_sharing > 1) =>
+                {
+                    "uncovered: every anchor checked is shared"
+                }
+                _ => "uncovered: an anchor of its own is missing",
+            });
+        }
+        reached
+    });
 }

@@ -84,3 +84,44 @@ pub fn seed_scenario() -> (Proposal, Vec<TurnFacts>) {
     };
     (proposal, turns)
 }
+
+/// Runs `strategy` for `cases` cases, counts by name the branches `branches` says each case
+/// reached, prints the counts, and fails unless every branch in `expected` was reached: a
+/// property over a generator that never reaches a branch says nothing about it. The cases come
+/// from a fixed seed, so the counts are the same on every run (the properties themselves draw
+/// new cases each run), and a rare branch cannot make this flaky.
+pub fn assert_branches_reached<S: proptest::strategy::Strategy>(
+    cases: u32,
+    strategy: S,
+    expected: &[&'static str],
+    branches: impl Fn(S::Value) -> Vec<&'static str>,
+) {
+    use std::cell::RefCell;
+    use std::collections::BTreeMap;
+    let counts = RefCell::new(BTreeMap::<&'static str, u32>::new());
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let mut runner = TestRunner::new_with_rng(
+        Config::with_cases(cases),
+        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
+    );
+    runner
+        .run(&strategy, |value| {
+            let mut counts = counts.borrow_mut();
+            for branch in branches(value) {
+                assert!(
+                    expected.contains(&branch),
+                    "{branch:?} is not an expected branch"
+                );
+                *counts.entry(branch).or_default() += 1;
+            }
+            Ok(())
+        })
+        .expect("counting never fails a case");
+    let counts = counts.into_inner();
+    eprintln!("branches reached in {cases} cases: {counts:#?}");
+    let missing: Vec<_> = expected
+        .iter()
+        .filter(|b| !counts.contains_key(*b))
+        .collect();
+    assert!(missing.is_empty(), "never reached: {missing:?}");
+}
