@@ -291,8 +291,8 @@ pub fn decide_with_evidence(
             reason,
             missing_anchors: if pinned { Vec::new() } else { check.missing() },
             // What was checked matters for a turn the checkpoint spans; one it does not advance
-            // over will be checked afresh with another range.
-            evidence: if pinned || status == TurnStatus::NotCompacted {
+            // over will be checked afresh with another range. (A pinned turn's check is empty.)
+            evidence: if status == TurnStatus::NotCompacted {
                 Vec::new()
             } else {
                 check.check.evidence()

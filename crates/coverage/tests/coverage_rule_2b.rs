@@ -321,9 +321,13 @@ fn rule_2c_a_pinned_turn_is_never_covered_whatever_the_path() {
         assert_eq!(v.covered, set(&[[0, 0], [2, 2]]), "{name}");
         let pinned = v.turns.iter().find(|t| t.id == 1).unwrap();
         assert_eq!(
-            (pinned.status, pinned.reason, pinned.missing_anchors.len()),
-            (TurnStatus::Uncovered, Reason::Pinned, 0),
+            (pinned.status, pinned.reason),
+            (TurnStatus::Uncovered, Reason::Pinned),
             "{name}"
+        );
+        assert!(
+            pinned.missing_anchors.is_empty() && pinned.evidence.is_empty(),
+            "{name}: a pin, not anchors, decided it"
         );
         assert!(
             v.contradictions.is_empty(),
@@ -348,4 +352,19 @@ fn rule_2c_a_pinned_last_turn_does_not_carry_a_fail_closed_checkpoint() {
         "the checkpoint stops at the last turn it covers"
     );
     assert_eq!(v.not_compacted, set(&[[1, 1]]));
+}
+
+#[test]
+fn a_turn_the_checkpoint_does_not_advance_over_lists_no_evidence_it_is_checked_afresh_later() {
+    let turns = derived(0, &["Rebook ZFA04Y", "Cancel HAT170"]);
+    let p = gatekeeper_coverage::Proposal {
+        finish_reason: Some("length".into()),
+        ..proposal(0, 1, "Rebook ZFA04Y, and then")
+    };
+    let v = decide(&p, &turns, &Policy::default()).unwrap();
+    assert_eq!(v.not_compacted, set(&[[1, 1]]));
+    let (reason, missing, evidence) = detail(&v, 1);
+    assert_eq!(reason, Reason::BeyondLastAnchor);
+    assert!(!missing.is_empty(), "its anchors are named: {missing:?}");
+    assert!(evidence.is_empty(), "{evidence:?}");
 }
