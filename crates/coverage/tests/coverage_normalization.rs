@@ -167,6 +167,12 @@ fn anchors_match_under_normalization_and_only_at_word_boundaries() {
             false,
         ),
         (
+            "an enclosing mark has no combining class, so it ends the word: `1` is in a keycap",
+            "1",
+            "press 1\u{20E3} to confirm",
+            true,
+        ),
+        (
             "the letter stands alone after its marked twin",
             "q",
             "q\u{323} and q",

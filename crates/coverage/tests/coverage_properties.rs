@@ -45,10 +45,10 @@ const VOCABULARY: &[&str] = &[
 ];
 const SEPARATORS: &[&str] = &[" ", ", ", "\n  ", "-", "(", ")", ".", "x", ""];
 
-/// A word character as rule 2 says: a letter, a digit or a combining mark (by general category,
-/// not by the matcher's own test).
+/// A word character as rule 2 says: a letter, a digit or a combining mark, one with a canonical
+/// combining class (written here, not the matcher's own test).
 fn word_char(c: char) -> bool {
-    c.is_alphanumeric() || unicode_normalization::char::is_combining_mark(c)
+    c.is_alphanumeric() || unicode_normalization::char::canonical_combining_class(c) != 0
 }
 
 /// An independent reading of the anchor rule: normalize whole strings, scan every position.
