@@ -216,7 +216,8 @@ fn classify(token: &str, sentence_start: bool) -> Option<Tier> {
     if token.chars().any(|c| !c.is_alphanumeric()) {
         return match punctuated(token) {
             Punctuated::Identifier => Some(Tier::Punctuated),
-            Punctuated::Compound => (chars >= 3).then_some(Tier::Word),
+            // Inner punctuation between alphanumeric ends: 3 characters at least already.
+            Punctuated::Compound => Some(Tier::Word),
             Punctuated::Prose => None,
         };
     }
@@ -306,6 +307,57 @@ fn is_quoted_key(content: &str, start: usize, end: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokens_fall_into_their_tiers_at_the_edges_of_each_rule() {
+        let longest = "a".repeat(MAX_ANCHOR_CHARS);
+        let too_long = "a".repeat(MAX_ANCHOR_CHARS + 1);
+        let cases: &[(&str, &str, bool, Option<Tier>)] = &[
+            (
+                "as long as an anchor may be",
+                &longest,
+                false,
+                Some(Tier::Word),
+            ),
+            ("one character too long", &too_long, false, None),
+            (
+                "a hyphenated compound is a word",
+                "round-trip",
+                false,
+                Some(Tier::Word),
+            ),
+            ("one letter is never an anchor", "Q", false, None),
+            (
+                "two capitals are a cased word",
+                "UK",
+                false,
+                Some(Tier::CasedWord),
+            ),
+            ("two lower-case letters are too short", "ox", false, None),
+            (
+                "a capital inside a sentence",
+                "Seattle",
+                false,
+                Some(Tier::Capitalized),
+            ),
+            (
+                "a capital opening a sentence is a word",
+                "Seattle",
+                true,
+                Some(Tier::Word),
+            ),
+            (
+                "a short capitalized word opening a sentence",
+                "Jo",
+                true,
+                None,
+            ),
+            ("a plain word", "honeymoon", false, Some(Tier::Word)),
+        ];
+        for (name, token, sentence_start, tier) in cases {
+            assert_eq!(classify(token, *sentence_start), *tier, "{name}: {token:?}");
+        }
+    }
 
     #[test]
     fn numbers_written_otherwise_than_rendered_are_looked_for_a_bounded_number_of_times() {
