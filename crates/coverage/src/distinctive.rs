@@ -342,4 +342,77 @@ mod tests {
             assert_eq!(table.get(key), None, "{key:?}");
         }
     }
+
+    #[test]
+    fn the_key_table_is_at_most_half_full_spreads_its_keys_and_its_bitmap_rules_out_most_misses() {
+        // What makes it fast rather than what makes it right: every slot probed from its home,
+        // and most lookups of a range's terms (nobody's candidate) answered by the bitmap.
+        let key = |i: u32| crate::terms::key_of_normalized(&format!("term{i}"));
+        let keys: Vec<TermKey> = (0..1_000).map(key).collect();
+        let mut table = KeyTable::with_room_for(keys.len());
+        assert!(
+            table.slots.len() >= 2 * keys.len(),
+            "{} slots",
+            table.slots.len()
+        );
+        let homes: std::collections::HashSet<usize> = keys.iter().map(|&k| table.home(k)).collect();
+        assert!(
+            homes.len() > keys.len() / 2,
+            "{} homes for {} keys",
+            homes.len(),
+            keys.len()
+        );
+        for &k in &keys {
+            table.insert(k);
+        }
+        assert!(keys.iter().all(|&k| table.may_hold(k)));
+        let let_through = (1_000..11_000)
+            .map(key)
+            .filter(|&k| table.may_hold(k))
+            .count();
+        assert!(
+            let_through < 500,
+            "{let_through} of 10,000 absent keys let through"
+        );
+    }
+
+    #[test]
+    fn a_check_is_empty_when_nothing_is_to_be_checked_and_says_who_chose_its_anchors() {
+        use crate::derive::{AnchorSource, Draft};
+        use crate::model::Role;
+        let turn = |anchors: TurnAnchors, pinned: bool, text: &str| TurnFacts {
+            id: 0,
+            role: Role::User,
+            tokens: 10,
+            anchors,
+            pinned,
+            profile: Draft::new(text, AnchorSource::Prose).into_profile(),
+        };
+        let turns = [
+            turn(
+                TurnAnchors::Given(vec!["ZFA04Y".into()]),
+                false,
+                "Rebook ZFA04Y",
+            ),
+            turn(TurnAnchors::Given(Vec::new()), false, "Rebook ZFA04Y"),
+            turn(TurnAnchors::Derived, false, "Rebook ZFA04Y"),
+            turn(TurnAnchors::Derived, false, "ok"),
+            turn(TurnAnchors::Derived, true, "Rebook ZFA04Y"),
+        ];
+        let refs: Vec<&TurnFacts> = turns.iter().collect();
+        let seen: Vec<(bool, bool)> = checks(&refs, &Policy::default())
+            .iter()
+            .map(|c| (c.is_empty(), c.is_derived()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (false, false),
+                (true, false),
+                (false, true),
+                (true, true),
+                (true, true)
+            ]
+        );
+    }
 }

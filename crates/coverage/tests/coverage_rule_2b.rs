@@ -368,3 +368,42 @@ fn a_turn_the_checkpoint_does_not_advance_over_lists_no_evidence_it_is_checked_a
     assert!(!missing.is_empty(), "its anchors are named: {missing:?}");
     assert!(evidence.is_empty(), "{evidence:?}");
 }
+
+#[test]
+fn under_the_any_rule_a_derived_anchor_other_turns_share_is_not_enough_alone() {
+    let turns = derived(
+        0,
+        &[
+            "Rebook ZFA04Y for the honeymoon",
+            "Cancel ZFA04Y after the wedding",
+        ],
+    );
+    let any = Policy {
+        anchor_rule: AnchorRule::Any,
+        ..Policy::default()
+    };
+    let shared_only = decide(&proposal(0, 1, "ZFA04Y was rebooked."), &turns, &any).unwrap();
+    assert!(shared_only.covered.is_empty(), "{shared_only:?}");
+    let own = decide(&proposal(0, 1, "The honeymoon."), &turns, &any).unwrap();
+    assert_eq!(own.covered, set(&[[0, 0]]));
+}
+
+#[test]
+fn a_pinned_turn_between_derived_ones_leaves_their_sharing_counts_as_they_are() {
+    let mut turns = derived(
+        0,
+        &[
+            "Rebook ZFA04Y for the honeymoon",
+            "Always answer in French",
+            "Cancel ZFA04Y after the wedding",
+        ],
+    );
+    let v = decide(&proposal(0, 2, "Nothing kept."), &turns, &Policy::default()).unwrap();
+    let unpinned = detail(&v, 2).2;
+    turns[1].pinned = true;
+    let v = decide(&proposal(0, 2, "Nothing kept."), &turns, &Policy::default()).unwrap();
+    let (reason, _, evidence) = detail(&v, 2);
+    assert_eq!(reason, Reason::AnchorMissing);
+    assert!(evidence.contains(&shared("ZFA04Y", 2)), "{evidence:?}");
+    assert_eq!(evidence, unpinned, "a pin changes no other turn's evidence");
+}

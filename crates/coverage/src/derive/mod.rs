@@ -326,6 +326,12 @@ mod tests {
                 false,
                 Some(Tier::Word),
             ),
+            (
+                "capitals make it an identifier",
+                "Wi-Fi",
+                false,
+                Some(Tier::Punctuated),
+            ),
             ("one letter is never an anchor", "Q", false, None),
             (
                 "two capitals are a cased word",
