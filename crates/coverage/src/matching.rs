@@ -44,10 +44,6 @@ impl AnchorSet {
         id
     }
 
-    pub fn len(&self) -> usize {
-        self.by_normalized.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.by_normalized.is_empty()
     }
