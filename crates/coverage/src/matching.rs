@@ -262,6 +262,35 @@ pub fn locate(anchors: &[impl AsRef<str>], summary: &str) -> Vec<Evidence> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_word_index_counts_a_step_per_word_and_a_patterns_length_plus_one_per_occurrence() {
+        let mut set = AnchorSet::new();
+        set.insert("ab");
+        // Five words; `ab` is looked up as a whole word (`ab1` is another), found at once: 2 + 1.
+        let (found, work) = set.find_first_counting("x ab1 y ab z");
+        assert_eq!(found, [Some((8, 10))]);
+        assert_eq!(work.steps, 5 + 3);
+        let mut set = AnchorSet::new();
+        set.insert("ab x");
+        // Four words; both occurrences of the first word `ab` are looked at: 2 × (4 + 1).
+        let (found, work) = set.find_first_counting("ab y ab x");
+        assert_eq!(found, [Some((5, 9))]);
+        assert_eq!((work.steps, work.cut), (4 + 10, false));
+    }
+
+    #[test]
+    fn work_may_spend_its_budget_to_the_last_step_and_no_further() {
+        let mut work = Work {
+            steps: 0,
+            budget: 10,
+            cut: false,
+        };
+        assert!(work.spend(4));
+        assert!(work.spend(6), "exactly the budget");
+        assert!(!work.spend(1));
+        assert_eq!(work.steps, 10, "a refused step takes nothing");
+    }
+
     /// Text from a small alphabet of word characters, separators and a non-ASCII letter and
     /// mark, so words repeat, overlap and touch punctuation often.
     fn text() -> impl proptest::strategy::Strategy<Value = String> {
