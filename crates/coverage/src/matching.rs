@@ -279,6 +279,17 @@ mod tests {
     }
 
     #[test]
+    fn the_automaton_counts_the_text_and_a_step_per_match_and_stops_once_all_are_found() {
+        let mut set = AnchorSet::new();
+        set.insert("$1");
+        set.insert("$2");
+        // Four words; the pass reads 11 bytes and stops at its second match, both found.
+        let (found, work) = set.find_first_counting("$1 $2 $1 $1");
+        assert_eq!(found, [Some((0, 2)), Some((3, 5))]);
+        assert_eq!((work.steps, work.cut), (4 + 11 + 2, false));
+    }
+
+    #[test]
     fn work_may_spend_its_budget_to_the_last_step_and_no_further() {
         let mut work = Work {
             steps: 0,
