@@ -426,3 +426,50 @@ pub struct Verdict {
     /// Only the turns that are not covered.
     pub turns: Vec<TurnDetail>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `as_str` names metric labels, log fields and stored values: each must be the wire name.
+    fn wire_name(value: impl Serialize) -> String {
+        serde_json::to_value(value)
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    #[test]
+    fn every_as_str_is_the_wire_name_and_roles_parse_back() {
+        for role in [Role::System, Role::User, Role::Assistant, Role::Tool] {
+            assert_eq!(role.as_str(), wire_name(role));
+            assert_eq!(role.to_string().parse::<Role>(), Ok(role));
+        }
+        for o in [
+            Outcome::Accepted,
+            Outcome::Narrowed,
+            Outcome::Partial,
+            Outcome::Rejected,
+        ] {
+            assert_eq!(o.as_str(), wire_name(o));
+        }
+        for s in [
+            TruncationSignal::FinishReasonLength,
+            TruncationSignal::EndMarkerMissing,
+            TruncationSignal::AtBudget,
+            TruncationSignal::MidClause,
+        ] {
+            assert_eq!(s.as_str(), wire_name(s));
+        }
+        for r in [
+            Reason::NotReported,
+            Reason::AnchorMissing,
+            Reason::NoAnchors,
+            Reason::BeyondLastAnchor,
+            Reason::Pinned,
+        ] {
+            assert_eq!(r.as_str(), wire_name(r));
+        }
+    }
+}
