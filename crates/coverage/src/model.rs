@@ -471,5 +471,52 @@ mod tests {
         ] {
             assert_eq!(r.as_str(), wire_name(r));
         }
+        for mode in [Mode::Narrow, Mode::Strict] {
+            assert_eq!(mode.to_string(), wire_name(mode));
+            assert_eq!(mode.to_string().parse::<Mode>(), Ok(mode));
+        }
+        for rule in [AnchorRule::All, AnchorRule::Any] {
+            assert_eq!(wire_name(rule).parse::<AnchorRule>(), Ok(rule));
+        }
+        for unknown in ["", "Strict", "none"] {
+            assert!(unknown.parse::<Mode>().is_err(), "{unknown:?}");
+            assert!(unknown.parse::<AnchorRule>().is_err(), "{unknown:?}");
+            assert!(unknown.parse::<Role>().is_err(), "{unknown:?}");
+        }
+    }
+
+    #[test]
+    fn compression_ratios_parse_positive_decimals_of_up_to_three_places_and_print_them_back() {
+        let cases: &[(&str, Option<u32>, &str)] = &[
+            ("5", Some(5_000), "5"),
+            ("2.5", Some(2_500), "2.5"),
+            ("6.125", Some(6_125), "6.125"),
+            ("2.05", Some(2_050), "2.05"),
+            (".5", Some(500), "0.5"),
+            ("5.", Some(5_000), "5"),
+            (" 3 ", Some(3_000), "3"),
+            ("0.001", Some(1), "0.001"),
+            ("4294967.295", Some(u32::MAX), "4294967.295"),
+            ("4294967.296", None, ""),
+            ("4294968", None, ""),
+            ("0", None, ""),
+            ("0.000", None, ""),
+            ("1.2345", None, ""),
+            ("", None, ""),
+            (".", None, ""),
+            ("-1", None, ""),
+            ("1e3", None, ""),
+            ("1.5.2", None, ""),
+        ];
+        for &(text, milli, printed) in cases {
+            let parsed = text.parse::<CompressionRatio>();
+            assert_eq!(parsed.as_ref().ok().map(|r| r.milli()), milli, "{text:?}");
+            if let Ok(ratio) = parsed {
+                assert_eq!(ratio.to_string(), printed, "{text:?}");
+            } else {
+                assert!(parsed.unwrap_err().contains("positive number"), "{text:?}");
+            }
+        }
+        assert_eq!(CompressionRatio::from_milli(0), None);
     }
 }
