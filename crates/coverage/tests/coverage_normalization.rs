@@ -56,6 +56,12 @@ fn anchors_match_under_normalization_and_only_at_word_boundaries() {
             true,
         ),
         (
+            "conjoining jamo compose into the syllables they spell",
+            "한국",
+            "flights to \u{1112}\u{1161}\u{11AB}\u{1100}\u{116E}\u{11A8} today",
+            true,
+        ),
+        (
             "decomposed accents match composed ones",
             "cafe\u{301}",
             "met at the café",
