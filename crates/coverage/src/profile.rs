@@ -305,5 +305,7 @@ mod tests {
         );
         assert_eq!(profile.candidate_count(), MAX_CANDIDATES);
         assert_eq!(profile.terms().len(), MAX_CANDIDATES);
+        let read = TermProfile::from_bytes(&profile.to_bytes());
+        assert_eq!(read, Ok(profile), "the most a profile holds is read back");
     }
 }
