@@ -242,7 +242,9 @@ impl KeyTable {
         self.maybe[word] |= bit;
         let mask = self.slots.len() - 1;
         let mut at = self.home(key);
-        loop {
+        // A probe of every slot at most, so that a table sized or walked wrongly fails loudly
+        // rather than spinning.
+        for _ in 0..self.slots.len() {
             match self.slots[at] {
                 0 => {
                     self.slots[at] = u64::from(key.0) << 32 | u64::from(self.len + 1);
@@ -253,18 +255,20 @@ impl KeyTable {
                 _ => at = (at + 1) & mask,
             }
         }
+        unreachable!("a table at most half full has an empty slot on every probe sequence")
     }
 
     fn get(&self, key: TermKey) -> Option<u32> {
         let mask = self.slots.len() - 1;
         let mut at = self.home(key);
-        loop {
+        for _ in 0..self.slots.len() {
             match self.slots[at] {
                 0 => return None,
                 slot if (slot >> 32) as u32 == key.0 => return Some(slot as u32 - 1),
                 _ => at = (at + 1) & mask,
             }
         }
+        unreachable!("a table at most half full has an empty slot on every probe sequence")
     }
 
     fn len(&self) -> usize {

@@ -8,7 +8,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use foldhash::HashMap;
 
 /// A set of anchors, deduplicated after normalization, all searched for in one go.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct AnchorSet {
     /// Normalized pattern to id (ids count up from 0); empty patterns can never be present.
     by_normalized: HashMap<String, AnchorId>,
@@ -21,15 +21,7 @@ pub type AnchorId = usize;
 
 impl AnchorSet {
     pub fn new() -> Self {
-        Self::with_capacity(0)
-    }
-
-    /// Room for `anchors` distinct anchors without growing.
-    pub fn with_capacity(anchors: usize) -> Self {
-        Self {
-            by_normalized: HashMap::with_capacity_and_hasher(anchors, Default::default()),
-            scratch: String::new(),
-        }
+        Self::default()
     }
 
     /// Adds an anchor (raw, as the client gave it) and returns its id; equal anchors after
@@ -216,12 +208,6 @@ fn find_first_by_automaton(
         }
     }
     found
-}
-
-impl Default for AnchorSet {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 /// Where one anchor occurs in a summary, as character offsets `[start, end)` of the original.
