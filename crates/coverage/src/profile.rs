@@ -285,11 +285,24 @@ mod tests {
         unsorted.extend_from_slice(&9u32.to_le_bytes());
         unsorted.extend_from_slice(&3u32.to_le_bytes());
         assert!(TermProfile::from_bytes(&unsorted).is_err());
+        let mut repeated = vec![1, 0];
+        repeated.extend_from_slice(&9u32.to_le_bytes());
+        repeated.extend_from_slice(&9u32.to_le_bytes());
+        assert!(TermProfile::from_bytes(&repeated).is_err(), "a term twice");
         let mut orphan = vec![1, 1, 7, 0, 0, 0, 1, 0, b'x', 1, 0, b'x'];
         orphan.extend_from_slice(&9u32.to_le_bytes());
         assert!(
             TermProfile::from_bytes(&orphan).is_err(),
             "a candidate whose key is not among the terms"
+        );
+    }
+
+    #[test]
+    fn a_profile_prints_its_candidates_and_how_many_terms_it_holds() {
+        let profile = TermProfile::new([("ZFA04Y", TermKey(7))], [TermKey(9)]);
+        assert_eq!(
+            format!("{profile:?}"),
+            r#"TermProfile { candidates: ["ZFA04Y"], terms: 2 }"#
         );
     }
 
