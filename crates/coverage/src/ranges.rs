@@ -207,6 +207,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_openapi_document_describes_a_range_as_a_pair_and_a_set_as_a_list_of_them() {
+        use utoipa::{PartialSchema, ToSchema};
+        let json = |s| serde_json::to_value(s).unwrap();
+        let range = json(IdRange::schema());
+        assert_eq!(range["type"], "array");
+        assert_eq!(
+            (range["minItems"].as_u64(), range["maxItems"].as_u64()),
+            (Some(2), Some(2))
+        );
+        assert_eq!(range["items"]["format"], "int64");
+        let set = json(IdRanges::schema());
+        assert_eq!(set["items"]["$ref"], "#/components/schemas/IdRange");
+        let mut named = Vec::new();
+        IdRanges::schemas(&mut named);
+        assert_eq!(named.len(), 1);
+        assert_eq!(named[0].0, "IdRange");
+        assert_eq!(json(named[0].1.clone()), range);
+    }
+
+    #[test]
     fn ids_collapse_into_sorted_disjoint_ranges() {
         let set = IdRanges::from_ids([5, 1, 2, 3, 9, 8, 2]);
         assert_eq!(

@@ -196,6 +196,25 @@ fn run_terms<'t>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::hash::{BuildHasher, Hasher};
+
+    #[test]
+    fn the_term_key_hasher_hashes_distinct_keys_and_byte_strings_apart() {
+        // A constant hash would leave every map right but slow: what it is for is spreading.
+        let build = std::hash::BuildHasherDefault::<TermKeyHasher>::default();
+        let hashes: std::collections::HashSet<u64> =
+            (0..10_000u32).map(|k| build.hash_one(TermKey(k))).collect();
+        assert_eq!(hashes.len(), 10_000);
+        let of_bytes = |bytes: &[u8]| {
+            let mut h = TermKeyHasher::default();
+            h.write(bytes);
+            h.finish()
+        };
+        let byte_hashes: std::collections::HashSet<u64> =
+            (0..=255u8).map(|b| of_bytes(&[b])).collect();
+        assert_eq!(byte_hashes.len(), 256);
+        assert_ne!(of_bytes(b"ab"), of_bytes(b"ba"));
+    }
 
     fn has(content: &str, term: &str) -> bool {
         let key = key_of_normalized(&normalize_text(term));
