@@ -222,6 +222,47 @@ mod tests {
     }
 
     #[test]
+    fn a_term_is_at_most_the_key_length_long_counted_in_characters() {
+        let sixty_four = format!("{}-{}", "a".repeat(40), "é".repeat(23));
+        let sixty_five = format!("{}-{}", "a".repeat(40), "é".repeat(24));
+        let eighty_one = format!("{}-{}", "a".repeat(40), "b".repeat(40));
+        for (content, term, held) in [
+            (&sixty_four, sixty_four.as_str(), true),
+            (&sixty_five, sixty_five.as_str(), false),
+            (&eighty_one, eighty_one.as_str(), false),
+            (&eighty_one, &eighty_one[..40], true),
+        ] {
+            assert_eq!(
+                has(content, term),
+                held,
+                "{} characters",
+                term.chars().count()
+            );
+        }
+    }
+
+    #[test]
+    fn lone_words_that_can_never_be_anchors_are_left_out_of_a_turns_terms() {
+        let content = "x the cat, the-cat";
+        for (term, held) in [
+            ("x", false),
+            ("the", false),
+            ("cat", true),
+            ("the-cat", true),
+        ] {
+            assert_eq!(has(content, term), held, "{term}");
+        }
+        // A summary's terms keep them: looking one up costs nothing, leaving it out a check.
+        let summary = normalize_text(content);
+        let keys = terms_by_key(&summary);
+        assert!(
+            ["x", "the", "cat", "the-cat"]
+                .iter()
+                .all(|t| keys.contains_key(&key_of_normalized(t)))
+        );
+    }
+
+    #[test]
     fn every_word_bounded_part_of_a_joined_run_is_a_term() {
         let content = "See src/store/mod.rs, then v1.2 and mia_li_3668.";
         for term in [
