@@ -108,9 +108,8 @@ fn is_identifying_key(key: &str) -> bool {
     };
     WHOLE.iter().any(|w| key.eq_ignore_ascii_case(w))
         || SNAKE.iter().any(|s| tail(s))
-        || CAMEL
-            .iter()
-            .any(|s| key.ends_with(s) && key.len() > s.len())
+        // Each suffix alone is one of the whole keys already.
+        || CAMEL.iter().any(|s| key.ends_with(s))
 }
 
 /// Walks a JSON value in document order, feeding its strings and numbers to the sink.
@@ -240,5 +239,22 @@ mod tests {
         for key in ["origin", "paid", "valid", "android", "first_name"] {
             assert!(!is_identifying_key(key), "{key}");
         }
+    }
+
+    fn texts(content: &str) -> Vec<String> {
+        let candidates = json_candidates(content).expect("JSON");
+        candidates
+            .into_iter()
+            .map(|c| c.text.into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn escaped_strings_and_negative_numbers_give_candidates_too() {
+        assert_eq!(
+            texts(r#"{"note": "rebook \"ZFA04Y\" today"}"#),
+            ["rebook", "ZFA04Y"]
+        );
+        assert_eq!(texts(r#"{"delta": -4521}"#), ["4521"]);
     }
 }

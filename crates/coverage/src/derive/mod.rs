@@ -308,6 +308,44 @@ fn is_quoted_key(content: &str, start: usize, end: usize) -> bool {
 mod tests {
     use super::*;
 
+    fn tiers(content: &str) -> Vec<(String, Tier)> {
+        (candidates_of(content, AnchorSource::ToolOutput).into_iter())
+            .map(|c| (c.text.into_owned(), c.rank.tier))
+            .collect()
+    }
+
+    #[test]
+    fn a_short_string_inside_a_record_is_a_label_and_a_top_level_one_is_prose() {
+        let word = |t: &str, tier| (t.to_owned(), tier);
+        assert_eq!(
+            tiers(r#"{"city": "Seattle"}"#),
+            [word("Seattle", Tier::Capitalized)]
+        );
+        assert_eq!(tiers(r#""Seattle""#), [word("Seattle", Tier::Word)]);
+    }
+
+    #[test]
+    fn an_identifying_key_makes_identifying_values_only_of_values_that_could_be_anchors() {
+        assert_eq!(tiers(r#"{"id": "ab", "code": "the"}"#), []);
+        assert_eq!(
+            tiers(r#"{"reservation_id": "ZFA04Y"}"#),
+            [("ZFA04Y".to_owned(), Tier::IdentifyingValue)]
+        );
+    }
+
+    #[test]
+    fn equal_candidates_of_a_tool_output_keep_their_document_order() {
+        // Codes between words of a worse tier, so the sort has to move them.
+        let words = ["kilted", "mirage", "parole", "quarry", "ribbon", "saddle"];
+        let items: Vec<String> = (100..160)
+            .flat_map(|n| [format!("\"HAT{n}\""), format!("\"{}\"", words[n % 6])])
+            .collect();
+        let content = format!("[{}]", items.join(", "));
+        let anchors = derive_anchors(&content, AnchorSource::ToolOutput, 16);
+        let expected: Vec<String> = (100..116).map(|n| format!("HAT{n}")).collect();
+        assert_eq!(anchors, expected);
+    }
+
     #[test]
     fn tokens_fall_into_their_tiers_at_the_edges_of_each_rule() {
         let longest = "a".repeat(MAX_ANCHOR_CHARS);
