@@ -95,3 +95,17 @@ fn what_earlier_turns_already_had_ranks_after_what_is_new() {
     let alone = profiles(&[("user", "For ZFA04Y, the baggage allowance please.")]);
     assert_eq!(candidates(&alone[0])[0], "ZFA04Y");
 }
+
+#[test]
+fn a_turn_repeating_sixteen_codes_and_adding_sixteen_new_ones_is_profiled_with_the_new_ones() {
+    // Rarity picks the 16 a profile keeps from the turn's best 32 by tier: all of the new ones
+    // here, which come after the repeated ones in the text.
+    let old: Vec<String> = (101..=116).map(|n| format!("AAA{n}")).collect();
+    let new: Vec<String> = (201..=216).map(|n| format!("BBB{n}")).collect();
+    let first = old.join(" ");
+    let second = format!("{first} {}", new.join(" "));
+    let profiles = profiles(&[("tool", &first), ("tool", &second)]);
+    let mut kept = candidates(&profiles[1]);
+    kept.sort_unstable();
+    assert_eq!(kept, new);
+}
