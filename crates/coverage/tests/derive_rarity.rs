@@ -109,3 +109,15 @@ fn a_turn_repeating_sixteen_codes_and_adding_sixteen_new_ones_is_profiled_with_t
     kept.sort_unstable();
     assert_eq!(kept, new);
 }
+
+#[test]
+fn a_drafts_candidate_keys_are_the_keys_whose_counts_the_service_reads_for_it() {
+    let draft = Draft::new(
+        "Rebook ZFA04Y for the honeymoon in Seattle",
+        AnchorSource::Prose,
+    );
+    let keys: Vec<_> = draft.candidate_keys().collect();
+    assert_eq!(keys.len(), 4, "{keys:?}");
+    let profile = draft.into_profile();
+    assert_eq!(keys, profile.candidate_keys().collect::<Vec<_>>());
+}
