@@ -80,8 +80,9 @@ fn fold(text: &str) -> String {
     caseless::default_case_fold_str(&text.nfkc().collect::<String>())
 }
 
-/// Longest word the packed form holds (its 16th byte is the length).
-const STOP_WORD_MAX_LEN: usize = 15;
+/// The longest listed word ("themselves"); longer words skip the table. At most 15: the
+/// packed form keeps its last byte for the length.
+const STOP_WORD_MAX_LEN: usize = 10;
 
 /// Common English function words plus chat filler ("hi", "thanks", "ok") and generic words that
 /// are capitalized without being names ("I", "ID"). Sorted, lower-case (binary search).
@@ -130,7 +131,22 @@ mod tests {
                 .all(|w| w.bytes().all(|b| b.is_ascii_lowercase()))
         );
         assert!(STOP_WORDS.iter().all(|w| w.len() <= STOP_WORD_MAX_LEN));
+        assert!(STOP_WORDS.iter().any(|w| w.len() == STOP_WORD_MAX_LEN));
+        assert!(STOP_WORD_MAX_LEN < 16);
         assert!(SLOTS >= 2 * STOP_WORDS.len());
+    }
+
+    #[test]
+    fn the_table_spreads_the_list_over_its_slots_so_probes_are_short() {
+        let homes: std::collections::HashSet<usize> = STOP_WORDS
+            .iter()
+            .map(|w| PackedSet::slot(packed(w.as_bytes()).unwrap()))
+            .collect();
+        assert!(
+            homes.len() * 10 >= STOP_WORDS.len() * 8,
+            "{} homes",
+            homes.len()
+        );
     }
 
     #[test]

@@ -81,6 +81,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_run_of_pure_punctuation_passes_a_sentence_start_on_or_ends_a_sentence() {
+        let starts = |text: &str| {
+            let mut seen = Vec::new();
+            scan(text, true, |s, e, start| {
+                seen.push((text[s..e].to_owned(), start))
+            });
+            seen
+        };
+        let word = |w: &str, start| (w.to_owned(), start);
+        assert_eq!(
+            starts("Hello ... World"),
+            [word("Hello", true), word("World", true)],
+            "an ellipsis ends a sentence"
+        );
+        assert_eq!(
+            starts("Hi. - Seattle - Boston"),
+            [
+                word("Hi", true),
+                word("Seattle", true),
+                word("Boston", false)
+            ],
+            "a dash after a sentence's end leaves it ended, and ends none itself"
+        );
+    }
+
+    #[test]
     fn tokens_are_trimmed_to_alphanumeric_ends() {
         let text = "(v1.2, HAT123. \"quoted\" {\"user_id\":\"mia_li_3668\"} 1,250 a,b";
         let mut tokens = Vec::new();
