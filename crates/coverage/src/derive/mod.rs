@@ -231,7 +231,8 @@ fn classify(token: &str, sentence_start: bool) -> Option<Tier> {
     if upper >= 2 || camel {
         return Some(Tier::CasedWord);
     }
-    let capitalized = upper == 1 && token.chars().next().is_some_and(char::is_uppercase);
+    // One capital (two returned above), and it comes first.
+    let capitalized = token.chars().next().is_some_and(char::is_uppercase);
     if capitalized && !sentence_start {
         return Some(Tier::Capitalized);
     }

@@ -59,13 +59,15 @@ impl PackedSet {
 
     fn contains(&self, p: u128) -> bool {
         let mut i = Self::slot(p);
-        loop {
+        // At most every slot, so that a table walked wrongly fails loudly rather than spinning.
+        for _ in 0..SLOTS {
             match self.slots[i] {
                 0 => return false,
                 s if s == p => return true,
                 _ => i = (i + 1) % SLOTS,
             }
         }
+        unreachable!("a table at most half full has an empty slot on every probe sequence")
     }
 }
 
