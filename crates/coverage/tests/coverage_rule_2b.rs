@@ -3,30 +3,11 @@
 
 mod common;
 
-use common::{proposal, ranges};
-use gatekeeper_coverage::derive::{AnchorSource, Draft, rank_by_rarity};
+use common::{derived, proposal, ranges};
 use gatekeeper_coverage::{
-    AnchorEvidence, AnchorRule, IdRanges, Outcome, Policy, Reason, Role, TurnAnchors, TurnFacts,
-    TurnStatus, Verdict, decide, decide_with_evidence,
+    AnchorEvidence, AnchorRule, IdRanges, Outcome, Policy, Reason, TurnAnchors, TurnStatus,
+    Verdict, decide, decide_with_evidence,
 };
-
-/// Turns appended in order to a new conversation, anchors derived (ids from `first`).
-fn derived(first: i64, texts: &[&str]) -> Vec<TurnFacts> {
-    let drafts = texts.iter().map(|t| Draft::new(t, AnchorSource::Prose));
-    let (profiles, _) = rank_by_rarity(drafts, &Default::default());
-    profiles
-        .into_iter()
-        .enumerate()
-        .map(|(i, profile)| TurnFacts {
-            id: first + i as i64,
-            role: Role::User,
-            tokens: 10,
-            anchors: TurnAnchors::Derived,
-            pinned: false,
-            profile,
-        })
-        .collect()
-}
 
 fn set(pairs: &[[i64; 2]]) -> IdRanges {
     IdRanges::from_ranges(ranges(pairs))

@@ -3,11 +3,11 @@
 
 mod common;
 
-use gatekeeper_coverage::derive::{AnchorSource, Draft, rank_by_rarity};
+use common::{derived, proposal};
+
+use gatekeeper_coverage::derive::{AnchorSource, Draft};
 use gatekeeper_coverage::terms::term_keys;
-use gatekeeper_coverage::{
-    Mode, Policy, Proposal, Reason, Role, TurnAnchors, TurnFacts, decide, decide_with_evidence,
-};
+use gatekeeper_coverage::{Policy, Reason, decide, decide_with_evidence};
 use proptest::prelude::*;
 use unicode_normalization::UnicodeNormalization;
 use unicode_normalization::char::canonical_combining_class;
@@ -96,37 +96,6 @@ fn range_and_summary() -> impl Strategy<Value = (Vec<String>, String)> {
         })
 }
 
-fn derived(texts: &[String]) -> Vec<TurnFacts> {
-    let drafts = texts.iter().map(|t| Draft::new(t, AnchorSource::Prose));
-    let (profiles, _) = rank_by_rarity(drafts, &Default::default());
-    profiles
-        .into_iter()
-        .enumerate()
-        .map(|(i, profile)| TurnFacts {
-            id: i as i64,
-            role: Role::User,
-            tokens: 10,
-            anchors: TurnAnchors::Derived,
-            pinned: false,
-            profile,
-        })
-        .collect()
-}
-
-fn proposal(to: i64, summary: String) -> Proposal {
-    Proposal {
-        from: 0,
-        to,
-        summary,
-        summary_budget: 10_000,
-        summary_tokens: 100,
-        consumed: None,
-        finish_reason: None,
-        end_marker: None,
-        mode: Mode::Narrow,
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -147,8 +116,8 @@ proptest! {
     fn a_turn_is_covered_only_by_its_anchors_in_the_summary_its_own_words_first(
         (texts, summary) in range_and_summary(),
     ) {
-        let turns = derived(&texts);
-        let d = decide_with_evidence(&proposal(texts.len() as i64 - 1, summary.clone()), &turns, &Policy::default()).unwrap();
+        let turns = derived(0, &texts);
+        let d = decide_with_evidence(&proposal(0, texts.len() as i64 - 1, &summary), &turns, &Policy::default()).unwrap();
         let held_elsewhere = |k: usize, anchor: &str| {
             texts.iter().enumerate().any(|(j, other)| j != k && naive_present(anchor, other))
         };
@@ -176,13 +145,13 @@ proptest! {
         summary in text(),
         rotate in 0usize..8,
     ) {
-        let turns = derived(&texts);
-        let expected = decide(&proposal(texts.len() as i64 - 1, summary.clone()), &turns, &Policy::default()).unwrap();
+        let turns = derived(0, &texts);
+        let expected = decide(&proposal(0, texts.len() as i64 - 1, &summary), &turns, &Policy::default()).unwrap();
         let mut shuffled = turns.clone();
         let n = shuffled.len();
         shuffled.rotate_left(rotate % n);
         shuffled.reverse();
-        prop_assert_eq!(decide(&proposal(texts.len() as i64 - 1, summary), &shuffled, &Policy::default()).unwrap(), expected);
+        prop_assert_eq!(decide(&proposal(0, texts.len() as i64 - 1, &summary), &shuffled, &Policy::default()).unwrap(), expected);
     }
 }
 
@@ -199,8 +168,8 @@ const BRANCHES: &[&str] = &[
 #[test]
 fn the_generator_reaches_every_branch_of_rule_2b_the_properties_speak_of() {
     common::assert_branches_reached(512, range_and_summary(), BRANCHES, |(texts, summary)| {
-        let turns = derived(&texts);
-        let p = proposal(texts.len() as i64 - 1, summary.clone());
+        let turns = derived(0, &texts);
+        let p = proposal(0, texts.len() as i64 - 1, &summary);
         let d = decide_with_evidence(&p, &turns, &Policy::default()).unwrap();
         let shared = |k: usize, anchor: &str| {
             (texts.iter().enumerate()).any(|(j, other)| j != k && naive_present(anchor, other))

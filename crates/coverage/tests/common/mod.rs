@@ -30,6 +30,26 @@ pub fn given_mut(turn: &mut TurnFacts) -> &mut Vec<String> {
     }
 }
 
+/// User turns of 10 tokens appended in order to a new conversation, anchors derived (ids from
+/// `first`), profiled exactly as appends profile them.
+pub fn derived<T: AsRef<str>>(first: i64, texts: &[T]) -> Vec<TurnFacts> {
+    use gatekeeper_coverage::derive::{AnchorSource, Draft, rank_by_rarity};
+    let drafts = texts
+        .iter()
+        .map(|t| Draft::new(t.as_ref(), AnchorSource::Prose));
+    let (profiles, _) = rank_by_rarity(drafts, &Default::default());
+    (profiles.into_iter().enumerate())
+        .map(|(i, profile)| TurnFacts {
+            id: first + i as i64,
+            role: Role::User,
+            tokens: 10,
+            anchors: TurnAnchors::Derived,
+            pinned: false,
+            profile,
+        })
+        .collect()
+}
+
 /// A user turn of 10 tokens with the given anchors.
 pub fn user(id: i64, anchors: &[&str]) -> TurnFacts {
     turn(id, Role::User, 10, anchors)
