@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# Every mutant of the coverage core (.cargo/mutants.toml), in a scratch copy of the tree; the
-# figure is in docs/mutation-testing.md. Hours on 2 cores: `--shard k/N` (passed through) splits
-# it; extra arguments go to cargo mutants.
+# Every mutant of one scope, in a scratch copy of the tree; the figures are in
+# docs/mutation-testing.md. `bench/mutants.sh core` (the default): the coverage core
+# (.cargo/mutants.toml), about 75 minutes here. `bench/mutants.sh flows`: the request flows
+# (.cargo/mutants-flows.toml), about 50 minutes. `--shard k/N` (passed through) splits a run;
+# extra arguments go to cargo mutants.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo-mutants >/dev/null 2>&1 || cargo install --locked cargo-mutants@27.1.0
-cargo mutants --workspace --no-shuffle --profile mutants --output "${MUTANTS_OUT:-target/mutants}" "$@"
+scope="${1:-core}"
+[[ $# -gt 0 ]] && shift
+case "$scope" in
+  core) args=(--workspace) ;;
+  flows) args=(--config .cargo/mutants-flows.toml -p gatekeeper --timeout 120) ;;
+  *) echo "usage: bench/mutants.sh [core|flows] [cargo mutants arguments]" >&2; exit 2 ;;
+esac
+cargo mutants "${args[@]}" --no-shuffle --profile mutants --output "${MUTANTS_OUT:-target/mutants-$scope}" "$@"

@@ -14,10 +14,19 @@ async fn cpu_tasks(app: &gatekeeper_test_support::TestApp, work: &str) -> f64 {
     )
 }
 
+/// A summary of exactly `len` bytes that holds `anchor`.
+fn summary_of(anchor: &str, len: usize) -> String {
+    let filler = "The customer asked again about the same booking. ".repeat(len / 40 + 1);
+    let mut summary = format!("The agent handled {anchor}. {filler}");
+    summary.truncate(len);
+    assert_eq!(summary.len(), len);
+    summary
+}
+
 #[tokio::test]
 async fn long_summaries_are_located_in_a_cpu_slot_short_ones_and_raw_turns_on_the_worker() {
     let app = spawn_app().await;
-    let turns: Vec<_> = tau_turns(3)
+    let turns: Vec<_> = tau_turns(6)
         .into_iter()
         .enumerate()
         .map(|(i, mut t)| {
@@ -26,31 +35,32 @@ async fn long_summaries_are_located_in_a_cpu_slot_short_ones_and_raw_turns_on_th
         })
         .collect();
     expect(app.append("c", json!(turns)).await, StatusCode::CREATED).await;
-    // Turn 0 under a short summary; turn 1 under one of 20 KB (past the 16 KiB kept inline).
-    let short = json!({ "from": 0, "to": 0, "summary": "The agent handled K0-000.",
-                        "summary_budget": 5000 });
-    expect(app.propose("c", short).await, StatusCode::CREATED).await;
-    let long = format!(
-        "The agent handled K1-111. {}",
-        "The customer asked again about the same booking. ".repeat(400)
-    );
-    assert!(long.len() > 16 * 1024);
-    let long = json!({ "from": 1, "to": 1, "summary": long, "summary_budget": 50_000 });
-    expect(app.propose("c", long).await, StatusCode::CREATED).await;
+    // Turn 0 under a short summary; turn 1 under one at the 16 KiB kept inline (its bytes and
+    // its anchor's, 6); turns 2 to 4 under one a byte longer, which holds turn 2's and 4's
+    // anchors only.
+    let proposals = [
+        (0, 0, summary_of("K0-000", 30)),
+        (1, 1, summary_of("K1-111", 16 * 1024 - 6)),
+        (2, 4, summary_of("K2-222 and K4-444", 16 * 1024 - 5)),
+    ];
+    for (from, to, summary) in proposals {
+        let body = json!({ "from": from, "to": to, "summary": summary, "summary_budget": 50_000 });
+        expect(app.propose("c", body).await, StatusCode::CREATED).await;
+    }
 
     let before = cpu_tasks(&app, "evidence").await;
-    for (turn, source) in [(0, "summary"), (2, "live")] {
+    for (turn, source) in [(0, "summary"), (1, "summary"), (3, "raw_log"), (5, "live")] {
         let answer = expect(app.reconstruct("c", turn).await, StatusCode::OK).await;
-        assert_eq!(answer["source"], source);
+        assert_eq!(answer["source"], source, "{turn}");
     }
     assert_eq!(
         cpu_tasks(&app, "evidence").await,
         before,
         "short work stays inline"
     );
-    let answer = expect(app.reconstruct("c", 1).await, StatusCode::OK).await;
+    let answer = expect(app.reconstruct("c", 2).await, StatusCode::OK).await;
     assert_eq!(answer["source"], "summary");
-    assert_eq!(answer["evidence"][0]["anchor"], "K1-111", "{answer}");
+    assert_eq!(answer["evidence"][0]["anchor"], "K2-222", "{answer}");
     assert_eq!(cpu_tasks(&app, "evidence").await, before + 1.0);
 }
 

@@ -221,6 +221,14 @@ async fn a_narrowing_logs_one_warn_line_with_tenant_and_conversation_and_a_full_
         (&json!("acme"), &json!("narrowed"), &json!(1)),
         "{line}"
     );
+    let counts = ["covered", "not_compacted", "from", "to", "contradictions"].map(|f| &fields[f]);
+    assert_eq!(
+        counts,
+        [5, 0, 0, 5, 0].map(|n| json!(n)).each_ref(),
+        "{line}"
+    );
+    assert_eq!(fields["checkpoint"], "Some(1)", "{line}");
+    assert_eq!(fields["dry_run"], false, "{line}");
     let accepted = decided("accepted-c");
     assert_eq!(accepted.len(), 1, "{accepted:#?}");
     assert_eq!(accepted[0]["level"], "INFO", "{}", accepted[0]);

@@ -37,10 +37,7 @@ impl Admission {
         let own = own.try_acquire_owned().map_err(|_| {
             shed(
                 "tenant",
-                format!(
-                    "this tenant has {} requests in flight; retry after Retry-After",
-                    self.tenants.per_tenant()
-                ),
+                "this tenant is at its in-flight request limit; retry after Retry-After".into(),
             )
         })?;
         let overall = self.overall.clone().try_acquire_owned().map_err(|_| {

@@ -160,7 +160,8 @@ impl<S: Store> Service<S> {
             .map_err(Error::Import)?;
         let mut tx = self.store.begin().await?;
         let locked = tx.lock_or_create_conversation(tenant, conversation).await?;
-        if locked.next_id != 0 || locked.checkpoint_count != 0 {
+        // Checkpoints cover turns, so a conversation without turns holds none.
+        if locked.next_id != 0 {
             return Err(Error::ImportOverExisting(conversation.clone()));
         }
         let mut counted: HashSet<TermKey> = HashSet::default();

@@ -126,10 +126,6 @@ impl<S: Store> Service<S> {
     pub fn store(&self) -> &S {
         &self.store
     }
-
-    pub fn policy(&self) -> &Policy {
-        &self.policy
-    }
 }
 
 impl<S: Store> Service<S> {

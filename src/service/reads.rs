@@ -185,9 +185,7 @@ impl<S: Store> Service<S> {
         let stubs = (assembled.items.iter())
             .filter(|item| matches!(item, ContextItem::Stub { .. }))
             .count();
-        if stubs > 0 {
-            metrics::counter!("gatekeeper_context_stubs_total").increment(stubs as u64);
-        }
+        metrics::counter!("gatekeeper_context_stubs_total").increment(stubs as u64);
         if assembled.fits == Some(false) {
             metrics::counter!("gatekeeper_context_over_budget_total").increment(1);
             tracing::info!(

@@ -19,10 +19,6 @@ impl TenantSlots {
         }
     }
 
-    pub fn per_tenant(&self) -> usize {
-        self.per_tenant
-    }
-
     /// The tenant's slots (made on its first use).
     pub fn of(&self, tenant: &TenantId) -> Arc<Semaphore> {
         let mut tenants = self.tenants.lock().unwrap_or_else(|p| p.into_inner());

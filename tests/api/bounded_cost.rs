@@ -124,6 +124,8 @@ async fn a_tenant_at_its_in_flight_limit_is_shed_with_503_and_other_tenants_are_
     );
     let shed = problem(shed, StatusCode::SERVICE_UNAVAILABLE).await;
     assert_eq!(shed["type"], "urn:gatekeeper:problem:overloaded");
+    let detail = shed["detail"].as_str().unwrap();
+    assert!(detail.contains("this tenant is at its"), "{shed}");
     let b = app.with_key("tenant-b-key-0123456789");
     // b is admitted (a read: on SQLite the held lock is the whole database's write lock).
     problem(b.get("/v1/conversations/d").await, StatusCode::NOT_FOUND).await;
@@ -347,6 +349,11 @@ async fn checkpoints_are_listed_a_page_at_a_time_newest_first() {
     .await;
     assert_eq!(all["checkpoints"].as_array().unwrap().len(), 5);
     assert_eq!(all["next_cursor"], serde_json::Value::Null);
+    // A page that ends exactly at the oldest checkpoint says there is no more.
+    let exact = "/v1/conversations/c/compactions?limit=5";
+    let exact = expect(app.get(exact).await, StatusCode::OK).await;
+    assert_eq!(exact["checkpoints"].as_array().unwrap().len(), 5);
+    assert_eq!(exact["next_cursor"], serde_json::Value::Null, "{exact}");
     for bad in ["limit=0", "limit=1001", "limit=x", "cursor=y"] {
         let path = format!("/v1/conversations/c/compactions?{bad}");
         problem(app.get(&path).await, StatusCode::BAD_REQUEST).await;

@@ -409,6 +409,12 @@ async fn the_compaction_plan_picks_the_largest_to_whose_range_fits_the_budget() 
                 "from {from}, budget {budget}"
             );
             assert_eq!(plan["summary_budget"].as_u64(), Some(budget));
+            // What the decision will check: every turn of the planned range, and no other.
+            let planned: Vec<i64> = (plan["turns"].as_array().unwrap().iter())
+                .map(|t| t["id"].as_i64().unwrap())
+                .collect();
+            let range = to.map_or(Vec::new(), |to| (from as i64..=to).collect());
+            assert_eq!(planned, range, "from {from}, budget {budget}");
         }
     }
     let plan = expect(
@@ -570,4 +576,22 @@ async fn the_compaction_plan_refuses_a_from_beyond_the_log_and_a_missing_or_non_
         StatusCode::NOT_FOUND,
     )
     .await;
+}
+
+#[tokio::test]
+async fn the_plan_says_whose_anchors_each_turn_is_checked_on() {
+    let app = spawn_app().await;
+    let mut turns = tau_turns(2);
+    turns[0]["anchors"] = json!(["K0-000"]);
+    expect(app.append("c", json!(turns)).await, StatusCode::CREATED).await;
+    let plan = expect(app.plan("c", "summary_budget=100000").await, StatusCode::OK).await;
+    let origins: Vec<(&Value, &Value)> = (plan["turns"].as_array().unwrap().iter())
+        .map(|t| (&t["id"], &t["anchor_origin"]))
+        .collect();
+    let want = [(json!(0), json!("given")), (json!(1), json!("derived"))];
+    assert_eq!(
+        origins,
+        want.iter().map(|(a, b)| (a, b)).collect::<Vec<_>>(),
+        "{plan}"
+    );
 }

@@ -358,3 +358,53 @@ async fn a_key_belongs_to_its_conversation_so_on_another_one_it_is_a_new_request
         assert_eq!(snapshot["checkpoints"], 1, "{conversation}");
     }
 }
+
+/// The flow itself, past the HTTP layer's look-up: a retry whose first try committed between
+/// that look-up and the flow's own read finds the latest checkpoint moved past its
+/// `expected_checkpoint`, by that first try; it gets the first try's answer, not a 409.
+#[tokio::test]
+async fn a_retry_that_finds_its_first_try_moved_the_latest_checkpoint_gets_that_answer() {
+    let app = spawn_app().await;
+    seeded(&app, "c").await;
+    let mut body = proposal();
+    body["expected_checkpoint"] = Value::Null;
+    let path = "/v1/conversations/c/compactions";
+    let first = post_with_key(&app, path, "first-try", &body).await;
+    let first = expect(first, StatusCode::CREATED).await;
+    let (status, answer) = match &app.store {
+        AnyStore::Postgres(store) => retried_in_the_flow(store.clone(), &body).await,
+        AnyStore::Sqlite(store) => retried_in_the_flow(store.clone(), &body).await,
+    };
+    assert_eq!((status, answer), (201, first));
+}
+
+/// `body` proposed on "c" through the flow with the key "first-try": the stored answer it gets.
+async fn retried_in_the_flow<S: gatekeeper::store::Store>(store: S, body: &Value) -> (u16, Value) {
+    use gatekeeper::domain::{CompactionRequest, ConversationId, TenantId};
+    use gatekeeper::service::Reply;
+    let config = defaults();
+    let state = gatekeeper::http::AppState::from_config(store, &config).unwrap();
+    let body = serde_json::from_value(body.clone()).unwrap();
+    let request =
+        CompactionRequest::parse(body, config.decision.default_mode, config.limits()).unwrap();
+    let claim = gatekeeper::store::IdempotencyClaim {
+        key: "first-try".into(),
+        fingerprint: [0; 32],
+        now: i64::MAX,
+        not_before: 0,
+    };
+    let (tenant, conversation) = (TenantId::parse("default"), ConversationId::parse("c"));
+    let reply = (state.service)
+        .propose(
+            &tenant.unwrap(),
+            &conversation.unwrap(),
+            request,
+            Some(&claim),
+        )
+        .await
+        .unwrap();
+    match reply {
+        Reply::Stored(answer) => (answer.status, serde_json::from_slice(&answer.body).unwrap()),
+        Reply::New(proposed) => panic!("decided again: {proposed:?}"),
+    }
+}

@@ -30,6 +30,7 @@ mod retention;
 mod rule_2b;
 mod rules;
 mod search;
+mod search_scores;
 mod security;
 mod tenant_cache;
 mod transfer;

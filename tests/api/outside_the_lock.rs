@@ -119,3 +119,29 @@ async fn of_two_proposals_decided_before_either_holds_the_lock_only_one_meets_it
     let conversation = expect(app.get("/v1/conversations/c").await, StatusCode::OK).await;
     assert_eq!(conversation["checkpoints"], 1);
 }
+
+#[tokio::test]
+async fn every_write_times_how_long_it_holds_the_conversations_lock() {
+    let app = spawn_app().await;
+    let held = |text: &str, operation: &str| {
+        let series = format!("gatekeeper_write_lock_seconds_count{{operation=\"{operation}\"}}");
+        metric(text, &series)
+    };
+    let before = app.metrics_text().await;
+    expect(
+        app.append("c", json!(tau_turns(3))).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let summary = covering_summary(&app).await;
+    let body = json!({ "from": 0, "to": 0, "summary": summary, "summary_budget": 100000 });
+    expect(app.propose("c", body).await, StatusCode::CREATED).await;
+    let pin = json!({ "pinned": true });
+    let pinned = app.patch("/v1/conversations/c/turns/2", &pin).await;
+    expect(pinned, StatusCode::OK).await;
+    let after = app.metrics_text().await;
+    for operation in ["append", "propose", "pin"] {
+        let (was, is) = (held(&before, operation), held(&after, operation));
+        assert!(is >= was + 1.0, "{operation}: {was} → {is}");
+    }
+}

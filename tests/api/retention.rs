@@ -134,3 +134,27 @@ async fn without_retention_nothing_idle_is_erased() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(exists(&app, "ancient").await);
 }
+
+#[test]
+fn retention_is_off_only_when_no_rule_keeps_a_number_of_days() {
+    use gatekeeper::service::Retention;
+    let tenant = |name: &str| gatekeeper::domain::TenantId::parse(name).unwrap();
+    let cases = [
+        (None, vec![], true),
+        (None, vec![(tenant("keep"), None)], true),
+        (Some(30), vec![], false),
+        (Some(30), vec![(tenant("keep"), None)], false),
+        (
+            None,
+            vec![(tenant("keep"), None), (tenant("short"), Some(1))],
+            false,
+        ),
+    ];
+    for (default_days, tenants, off) in cases {
+        let retention = Retention {
+            default_days,
+            tenants,
+        };
+        assert_eq!(retention.is_off(), off, "{retention:?}");
+    }
+}

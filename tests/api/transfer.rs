@@ -185,21 +185,31 @@ async fn an_import_into_a_conversation_that_holds_turns_is_409_and_changes_nothi
     let app = spawn_app().await;
     let turns = lived_in(&app, "full").await;
     let exported = app.export("full").await;
-    let refused = problem(
-        app.import("full", exported.clone()).await,
-        StatusCode::CONFLICT,
+    // One with checkpoints (the export's own), one with turns only.
+    expect(
+        app.append("turns-only", json!(tau_turns(2))).await,
+        StatusCode::CREATED,
     )
     .await;
-    assert!(
-        refused["detail"]
-            .as_str()
-            .unwrap()
-            .contains("already holds turns"),
-        "{refused}"
-    );
-    assert_eq!(app.export("full").await, exported);
-    let conversation = expect(app.get("/v1/conversations/full").await, StatusCode::OK).await;
-    assert_eq!(conversation["next_id"], turns);
+    for (conversation, held) in [("full", turns), ("turns-only", 2)] {
+        let before = app.export(conversation).await;
+        let refused = problem(
+            app.import(conversation, exported.clone()).await,
+            StatusCode::CONFLICT,
+        )
+        .await;
+        assert!(
+            refused["detail"]
+                .as_str()
+                .unwrap()
+                .contains("already holds turns"),
+            "{conversation}: {refused}"
+        );
+        assert_eq!(app.export(conversation).await, before, "{conversation}");
+        let path = format!("/v1/conversations/{conversation}");
+        let after = expect(app.get(&path).await, StatusCode::OK).await;
+        assert_eq!(after["next_id"], held, "{conversation}");
+    }
 }
 
 /// The export with line `n` (0-based) put through `edit`.
@@ -298,4 +308,65 @@ async fn a_refused_import_is_422_naming_its_line_and_writes_nothing() {
         )
         .await;
     problem(wrong_type, StatusCode::UNSUPPORTED_MEDIA_TYPE).await;
+}
+
+#[tokio::test]
+async fn an_export_of_several_pages_of_turns_and_checkpoints_imports_whole() {
+    let app = spawn_app().await;
+    // Three turns with given anchors, proposed over again: more checkpoints than a page holds
+    // (50); then real turns, more than a page of turns (500).
+    let anchored: Vec<Value> = (0..3)
+        .map(|i| {
+            turn(
+                "user",
+                &format!("turn {i}"),
+                10,
+                &[&format!("K{i}-{i}{i}{i}")],
+            )
+        })
+        .collect();
+    expect(
+        app.append("long", json!(anchored)).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let proposal =
+        json!({ "from": 0, "to": 2, "summary": "K0-000, K1-111, K2-222.", "summary_budget": 1000 });
+    let checkpoints = 53;
+    for _ in 0..checkpoints {
+        expect(
+            app.propose("long", proposal.clone()).await,
+            StatusCode::CREATED,
+        )
+        .await;
+    }
+    for batch in tau_turns(640).chunks(320) {
+        expect(app.append("long", json!(batch)).await, StatusCode::CREATED).await;
+    }
+    let turns = 3 + 640;
+
+    let exported = app.export("long").await;
+    let lines: Vec<Value> = (exported.lines())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1 + turns + checkpoints);
+    let ids = |kind: &str, field: &str| -> Vec<i64> {
+        (lines.iter().filter(|l| l["type"] == kind))
+            .map(|l| l[field].as_i64().unwrap())
+            .collect()
+    };
+    assert_eq!(ids("turn", "id"), (0..turns as i64).collect::<Vec<_>>());
+    let numbered = (1..=checkpoints as i64).collect::<Vec<_>>();
+    assert_eq!(ids("checkpoint", "checkpoint_id"), numbered);
+
+    expect(
+        app.import("copy", exported.clone()).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let copy = app.export("copy").await;
+    assert_eq!(
+        copy.lines().skip(1).collect::<Vec<_>>(),
+        exported.lines().skip(1).collect::<Vec<_>>()
+    );
 }

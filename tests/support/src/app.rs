@@ -185,10 +185,11 @@ impl TestApp {
     }
 
     /// `GET .../export`: the NDJSON, after checking it is a 200 of that type.
+    /// The whole export; one that never ends fails within 10 s instead of hanging.
     pub async fn export(&self, conversation: &str) -> String {
-        let response = self
-            .get(&format!("/v1/conversations/{conversation}/export"))
-            .await;
+        let url = self.url(&format!("/v1/conversations/{conversation}/export"));
+        let request = self.client.get(url).timeout(Duration::from_secs(10));
+        let response = self.authed(request).send().await.expect("request sent");
         assert_eq!(
             response.status(),
             StatusCode::OK,
