@@ -2,7 +2,8 @@
 # Every mutant of one scope, in a scratch copy of the tree; the figures are in
 # docs/mutation-testing.md. `bench/mutants.sh core` (the default): the coverage core
 # (.cargo/mutants.toml), about 75 minutes here. `bench/mutants.sh flows`: the request flows
-# (.cargo/mutants-flows.toml), about 50 minutes. `--shard k/N` (passed through) splits a run;
+# (.cargo/mutants-flows.toml), about 50 minutes; `bench/mutants.sh replicas`: the flows' replica
+# routing, against the streaming-replica fault test (Postgres up). `--shard k/N` splits a run;
 # extra arguments go to cargo mutants.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,7 @@ scope="${1:-core}"
 case "$scope" in
   core) args=(--workspace) ;;
   flows) args=(--config .cargo/mutants-flows.toml -p gatekeeper --timeout 120) ;;
-  *) echo "usage: bench/mutants.sh [core|flows] [cargo mutants arguments]" >&2; exit 2 ;;
+  replicas) args=(--config .cargo/mutants-replicas.toml -p gatekeeper --timeout 300) ;;
+  *) echo "usage: bench/mutants.sh [core|flows|replicas] [cargo mutants arguments]" >&2; exit 2 ;;
 esac
 cargo mutants "${args[@]}" --no-shuffle --profile mutants --output "${MUTANTS_OUT:-target/mutants-$scope}" "$@"

@@ -131,10 +131,9 @@ impl<S: Store> Service<S> {
 impl<S: Store> Service<S> {
     /// The flows with reads bound to a store that has seen `min` (a replica, or the primary).
     pub async fn reading_at(&self, min: Option<crate::domain::Position>) -> Self {
-        Self {
-            store: self.store.for_reads(min).await,
-            ..self.clone()
-        }
+        let mut reads = self.clone();
+        reads.store = self.store.for_reads(min).await;
+        reads
     }
 
     /// Whether its reads go to a replica.
