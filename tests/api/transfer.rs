@@ -1,8 +1,5 @@
 //! Export and import: NDJSON that round-trips exactly, on one backend and across them, and an
 //! import that refuses a bad file whole.
-//!
-//! On two worker threads: an export stream that never ends (a broken build's) and never waits
-//! would hold a single-threaded runtime's only thread, and the client's timeout could not fire.
 
 use crate::support::*;
 use reqwest::StatusCode;
@@ -118,7 +115,7 @@ async fn answers(app: &TestApp, conversation: &str, turns: usize) -> Vec<(String
     all
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn export_import_export_gives_the_same_bytes_and_every_read_the_same_answer() {
     let app = spawn_app().await;
     let turns = lived_in(&app, "lived").await;
@@ -165,7 +162,7 @@ async fn export_import_export_gives_the_same_bytes_and_every_read_the_same_answe
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn an_export_from_sqlite_imports_here_with_the_same_answers() {
     let source = spawn_app_on(TestDb::fresh_sqlite().await, defaults()).await;
     let turns = lived_in(&source, "moved").await;
@@ -183,7 +180,7 @@ async fn an_export_from_sqlite_imports_here_with_the_same_answers() {
     assert_eq!(app.export("moved").await, exported);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn an_import_into_a_conversation_that_holds_turns_is_409_and_changes_nothing() {
     let app = spawn_app().await;
     let turns = lived_in(&app, "full").await;
@@ -224,7 +221,7 @@ fn with_line(exported: &str, n: usize, edit: impl Fn(&mut Value)) -> String {
     lines.join("\n") + "\n"
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn a_refused_import_is_422_naming_its_line_and_writes_nothing() {
     let app = spawn_app().await;
     let turns = lived_in(&app, "source").await;
@@ -313,7 +310,7 @@ async fn a_refused_import_is_422_naming_its_line_and_writes_nothing() {
     problem(wrong_type, StatusCode::UNSUPPORTED_MEDIA_TYPE).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn an_export_of_several_pages_of_turns_and_checkpoints_imports_whole() {
     let app = spawn_app().await;
     // Three turns with given anchors, proposed over again: more checkpoints than a page holds

@@ -144,6 +144,9 @@ pub async fn export<S: Store>(
     // Fused: the compression layer may poll a body again after its end.
     let lines = futures_util::stream::unfold(Some(export), |export| async move {
         let mut export = export?;
+        // A chunk is one unit of the task's budget: every page waits on the store anyway, and
+        // so a stream that never waited would still give its worker back now and then.
+        tokio::task::consume_budget().await;
         match export.next_chunk().await {
             Ok(Some(chunk)) => Some((Ok(Bytes::from(chunk)), Some(export))),
             Ok(None) => None,
