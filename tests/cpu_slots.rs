@@ -36,8 +36,8 @@ async fn long_summaries_are_located_in_a_cpu_slot_short_ones_and_raw_turns_on_th
         .collect();
     expect(app.append("c", json!(turns)).await, StatusCode::CREATED).await;
     // Turn 0 under a short summary; turn 1 under one at the 16 KiB kept inline (its bytes and
-    // its anchor's, 6); turns 2 to 4 under one past it alone (what an uncovered turn would
-    // locate, were it located), which holds turn 2's and 4's anchors only.
+    // its anchor's, 6); turns 2 to 4 under one past it alone, which holds turn 2's and 4's
+    // anchors only (turn 3, uncovered, is answered from the log: nothing to locate).
     let proposals = [
         (0, 0, summary_of("K0-000", 30)),
         (1, 1, summary_of("K1-111", 16 * 1024 - 6)),

@@ -311,15 +311,13 @@ fn checkpoint_item(row: CheckpointRow) -> CheckpointItem {
 /// Summary and anchor bytes at most located on the async worker that answers.
 const INLINE_EVIDENCE_BYTES: usize = 16 * 1024;
 
-/// What locating the turn's anchors would read: nothing unless a summary covers the turn.
+/// What locating the turn's anchors would read: the summary and anchors of a checkpoint that
+/// covers it (the store reads neither for any other turn).
 fn evidence_bytes(row: &ReconstructRow) -> usize {
-    match &row.checkpoint {
-        Some(checkpoint) if checkpoint.covered => {
-            let summary = checkpoint.summary.as_deref().map_or(0, str::len);
-            summary + row.deciding_anchors.iter().map(String::len).sum::<usize>()
-        }
-        _ => 0,
-    }
+    let summary = (row.checkpoint.as_ref())
+        .and_then(|checkpoint| checkpoint.summary.as_deref())
+        .map_or(0, str::len);
+    summary + row.deciding_anchors.iter().map(String::len).sum::<usize>()
 }
 
 fn reconstruct_answer(turn: i64, row: ReconstructRow) -> ReconstructResponse {
