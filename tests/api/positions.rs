@@ -42,3 +42,18 @@ async fn a_malformed_min_position_is_a_400_naming_the_header_and_a_good_one_is_a
     let body = expect(answer, StatusCode::OK).await;
     assert_eq!(body["text"], "Rebook ZFA04Y for the honeymoon.");
 }
+
+#[tokio::test]
+async fn without_replicas_a_read_the_store_cannot_answer_is_a_503_and_not_retried() {
+    let app = spawn_app().await;
+    let turns = json!([turn("user", "Rebook ZFA04Y for the honeymoon.", 20, &[])]);
+    expect(app.append("c", turns).await, StatusCode::CREATED).await;
+    let retries = "gatekeeper_replica_read_retries_total";
+    let before = metric(&app.metrics_text().await, retries);
+    // The pool closed under the service: every read it tries fails at once.
+    app.store.close().await;
+    let answer = app.reconstruct("c", 0).await;
+    problem(answer, StatusCode::SERVICE_UNAVAILABLE).await;
+    // Only a read a replica answered is tried again on the primary: here there is none.
+    assert_eq!(metric(&app.metrics_text().await, retries), before);
+}
