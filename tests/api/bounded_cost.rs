@@ -281,7 +281,7 @@ async fn an_overlong_anchor_is_refused_naming_it_however_it_normalizes() {
 
 /// Three turns of "c" with given anchors, and `n` checkpoints of the same range (each persisted
 /// proposal is one); returns the proposal.
-async fn checkpoints_of_one_range(app: &TestApp, n: usize) -> serde_json::Value {
+pub(crate) async fn checkpoints_of_one_range(app: &TestApp, n: usize) -> serde_json::Value {
     let turns: Vec<_> = (0..3)
         .map(|i| {
             turn(

@@ -10,7 +10,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
-async fn search(app: &TestApp, conversation: &str, q: &str, limit: u32) -> Value {
+pub(crate) async fn search(app: &TestApp, conversation: &str, q: &str, limit: u32) -> Value {
     let path = format!(
         "/v1/conversations/{conversation}/search?q={}&limit={limit}",
         urlencoding(q)

@@ -8,8 +8,7 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 
 async fn hits(app: &TestApp, q: &str, limit: u32) -> Vec<Value> {
-    let path = format!("/v1/conversations/c/search?q={q}&limit={limit}");
-    let answer = expect(app.get(&path).await, StatusCode::OK).await;
+    let answer = crate::search::search(app, "c", q, limit).await;
     answer["hits"].as_array().unwrap().clone()
 }
 

@@ -315,37 +315,14 @@ async fn an_export_of_several_pages_of_turns_and_checkpoints_imports_whole() {
     let app = spawn_app().await;
     // Three turns with given anchors, proposed over again: more checkpoints than a page holds
     // (50); then real turns, more than a page of turns (500).
-    let anchored: Vec<Value> = (0..3)
-        .map(|i| {
-            turn(
-                "user",
-                &format!("turn {i}"),
-                10,
-                &[&format!("K{i}-{i}{i}{i}")],
-            )
-        })
-        .collect();
-    expect(
-        app.append("long", json!(anchored)).await,
-        StatusCode::CREATED,
-    )
-    .await;
-    let proposal =
-        json!({ "from": 0, "to": 2, "summary": "K0-000, K1-111, K2-222.", "summary_budget": 1000 });
     let checkpoints = 53;
-    for _ in 0..checkpoints {
-        expect(
-            app.propose("long", proposal.clone()).await,
-            StatusCode::CREATED,
-        )
-        .await;
-    }
+    crate::bounded_cost::checkpoints_of_one_range(&app, checkpoints).await;
     for batch in tau_turns(640).chunks(320) {
-        expect(app.append("long", json!(batch)).await, StatusCode::CREATED).await;
+        expect(app.append("c", json!(batch)).await, StatusCode::CREATED).await;
     }
     let turns = 3 + 640;
 
-    let exported = app.export("long").await;
+    let exported = app.export("c").await;
     let lines: Vec<Value> = (exported.lines())
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
