@@ -8,6 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo-mutants >/dev/null 2>&1 || cargo install --locked cargo-mutants@27.1.0
+# The tests read the shared data at ../shared, which the scratch copy does not have beside it.
+export TAU_BENCH_DATA="${TAU_BENCH_DATA:-$(cd .. && pwd)/shared/data/tau-bench-airline.jsonl.gz}"
 scope="${1:-core}"
 [[ $# -gt 0 ]] && shift
 case "$scope" in

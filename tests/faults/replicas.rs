@@ -2,10 +2,12 @@
 //! a write it saw is answered from a state that holds that write, while writers append and
 //! compact; replay paused (reads without a position go stale, reads with one and the Rust
 //! client's never do); the replica stopped mid-load (reads go on from the primary, no errors);
-//! the replica promoted away (it stops following, so it must stop answering).
+//! the replica promoted away (it stops following, so it must stop answering); and a replica that
+//! refuses new sessions while its poll still calls it healthy (each read it fails is answered
+//! again by the primary).
 
 use crate::harness::postgres::{PgDb, ensure_postgres_up};
-use crate::harness::replica::Replica;
+use crate::harness::replica::{ReadOnlyRole, Replica};
 use crate::harness::service::{Answer, Service, call, client, get, get_at};
 use crate::harness::{Rng, Violations, seed, tau};
 use reqwest::Method;
@@ -301,4 +303,120 @@ async fn reads_from_a_streaming_replica_never_go_back_before_a_write_they_saw() 
         started.elapsed().as_secs_f64()
     );
     violations.assert_none("replica", std::slice::from_ref(&service.log));
+}
+
+/// The replica's role at its connection limit and its sessions ended: the poller's next poll
+/// waits out its timeout, so for about a second the replica still counts as healthy while every
+/// read sent to it fails (a 503 from the store). Each such read must be answered again by the
+/// primary, so the client sees only 200s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "fault injection: run by .ci/run with --ignored --test-threads=1"]
+async fn reads_from_a_streaming_replica_that_refuses_sessions_are_answered_by_the_primary() {
+    const READS: usize = 8;
+    ensure_postgres_up();
+    let started = Instant::now();
+    let role = ReadOnlyRole::create().await;
+    let db = PgDb::new("replica_refuses");
+    let replica = Replica::start();
+    replica.catch_up().await;
+    let label = format!("{{replica=\"127.0.0.1:{}\"}}", replica.port);
+    let env = vec![
+        ("DATABASE_URL", db.url()),
+        (
+            "GATEKEEPER_READ_DATABASE_URLS",
+            replica.url_as(&role.0, db.name()),
+        ),
+        ("GATEKEEPER_READ_MAX_WAIT_MS", "200".to_owned()),
+    ];
+    let service = Service::start("replica-refuses", &env).await;
+    role.grant_reads(&db.url()).await;
+    let http = client(Duration::from_secs(10));
+    let violations = Violations::default();
+    let replica_reads = format!("gatekeeper_replica_reads_total{label}");
+    let retries = "gatekeeper_replica_read_retries_total";
+    let at = |path: &str| service.conversation_url("refused", path);
+    // Each phase reads turns of its own: the answer cache must not answer them.
+    let turns: Vec<Value> = tau()[..3 * READS]
+        .iter()
+        .map(|t| json!({ "role": t.role, "content": t.content }))
+        .collect();
+    let appended = call(
+        &http,
+        Method::POST,
+        &at("/turns"),
+        Some(&json!({ "turns": turns })),
+        None,
+    )
+    .await;
+    let (_, position) = written(&appended, &violations, "append").expect("the turns are appended");
+    replica.catch_up().await;
+
+    let read_all = |phase: usize| {
+        futures_util::future::join_all((phase * READS..(phase + 1) * READS).map(|k| {
+            let (http, url, position) = (&http, at(&format!("/reconstruct/{k}")), &position);
+            async move { (k, get_at(http, &url, position).await) }
+        }))
+    };
+    let check = |phase: &str, reads: Vec<(usize, Result<Answer, reqwest::Error>)>| {
+        for (k, read) in reads {
+            match read {
+                Ok(a) if a.status == 200 && a.body["text"] == tau()[k].content => {}
+                other => violations.push(format!("{phase}: turn {k}: {other:?}")),
+            }
+        }
+    };
+
+    check("healthy", read_all(0).await);
+    let by_replica = metric(&http, &service.base, &replica_reads).await;
+    if by_replica == 0.0 {
+        violations.push("the replica answered no read while healthy");
+    }
+
+    role.limit_connections(0).await;
+    replica.catch_up().await;
+    replica.end_sessions_of(&role.0).await;
+    check("refusing", read_all(1).await);
+    let sent_while_refusing = metric(&http, &service.base, &replica_reads).await - by_replica;
+    let retried = metric(&http, &service.base, retries).await;
+    if retried == 0.0 || sent_while_refusing == 0.0 {
+        violations.push(format!(
+            "{sent_while_refusing} reads went to the refusing replica and {retried} were retried on the primary: the fault was not reached"
+        ));
+    }
+
+    // Sessions allowed again: the replica is healthy and answers once more.
+    role.limit_connections(-1).await;
+    replica.catch_up().await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while metric(
+        &http,
+        &service.base,
+        &format!("gatekeeper_replica_healthy{label}"),
+    )
+    .await
+        != 1.0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the replica is not healthy again after 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let before = metric(&http, &service.base, &replica_reads).await;
+    check("recovered", read_all(2).await);
+    let after = metric(&http, &service.base, &replica_reads).await;
+    if after == before {
+        violations.push("the replica answered no read once it accepted sessions again");
+    }
+
+    eprintln!(
+        "replica refusing sessions: {READS} reads each phase; healthy: {by_replica} by the replica; refusing: {sent_while_refusing} sent to it, {retried} retried on the primary; recovered: {} by the replica; {} violations; {:.1} s",
+        after - before,
+        violations.count(),
+        started.elapsed().as_secs_f64()
+    );
+    violations.assert_none(
+        "replica refusing sessions",
+        std::slice::from_ref(&service.log),
+    );
 }

@@ -78,8 +78,12 @@ pub enum TauBenchError {
     },
 }
 
-/// Where the shared data lives relative to the repository: `<repository>/../shared/data/`.
+/// Where the shared data lives: `$TAU_BENCH_DATA` when set (a copy of the tree elsewhere, as
+/// `cargo mutants` makes, has no `../shared`), else `<repository>/../shared/data/`.
 pub fn default_path() -> PathBuf {
+    if let Some(path) = std::env::var_os("TAU_BENCH_DATA") {
+        return PathBuf::from(path);
+    }
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../..")
         .join("shared")

@@ -3,7 +3,10 @@
 //! `postgres` user), stopped and removed when dropped. The primary must allow replication from
 //! loopback (`host replication all 127.0.0.1/32 trust` in pg_hba.conf; `.ci/run` adds it).
 
+use super::postgres::pg_admin;
+use gatekeeper_test_support::db::unique_name;
 use gatekeeper_test_support::free_port;
+use sqlx::Connection;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -111,7 +114,24 @@ impl Replica {
 
     /// The URL of `database` on the replica.
     pub(crate) fn url(&self, database: &str) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/{database}", self.port)
+        self.url_as("postgres", database)
+    }
+
+    /// The URL of `database` on the replica, connecting as `user`.
+    pub(crate) fn url_as(&self, user: &str, database: &str) -> String {
+        format!("postgres://{user}@127.0.0.1:{}/{database}", self.port)
+    }
+
+    /// Ends every session `user` has on the replica, as a replica restart would.
+    pub(crate) async fn end_sessions_of(&self, user: &str) {
+        let mut c = sqlx::PgConnection::connect(&self.url("postgres"))
+            .await
+            .expect("the replica");
+        sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1")
+            .bind(user)
+            .execute(&mut c)
+            .await
+            .expect("its sessions ended");
     }
 
     /// Waits until the replica has replayed everything the primary had when called (so a
@@ -188,4 +208,63 @@ impl Drop for Replica {
     }
 }
 
-use sqlx::Connection;
+/// A login role of its own, created on the primary (and so on its replicas), not a superuser:
+/// Postgres holds it to a connection limit. Declare it before the database it reads, so that it
+/// is dropped after (the database holds its grants).
+pub(crate) struct ReadOnlyRole(pub(crate) String);
+
+impl ReadOnlyRole {
+    pub(crate) async fn create() -> ReadOnlyRole {
+        let role = ReadOnlyRole(unique_name("gk_faults_reader"));
+        let mut primary = pg_admin().await.expect("the primary");
+        sqlx::query(&format!("CREATE ROLE {} LOGIN", role.0))
+            .execute(&mut primary)
+            .await
+            .expect("the role is created");
+        role
+    }
+
+    /// Lets it read every table of `database` (run once its tables exist).
+    pub(crate) async fn grant_reads(&self, database_url: &str) {
+        let mut c = sqlx::PgConnection::connect(database_url)
+            .await
+            .expect("the database");
+        sqlx::query(&format!(
+            "GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}",
+            self.0
+        ))
+        .execute(&mut c)
+        .await
+        .expect("reads granted");
+    }
+
+    /// How many sessions it may open from now on (-1: no limit); sessions it has stay open.
+    pub(crate) async fn limit_connections(&self, limit: i32) {
+        let mut primary = pg_admin().await.expect("the primary");
+        sqlx::query(&format!("ALTER ROLE {} CONNECTION LIMIT {limit}", self.0))
+            .execute(&mut primary)
+            .await
+            .expect("the limit is set");
+    }
+}
+
+impl Drop for ReadOnlyRole {
+    fn drop(&mut self) {
+        // Drop runs inside the test's runtime, which cannot be blocked on: use a thread.
+        let name = self.0.clone();
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                if let Ok(mut primary) = pg_admin().await {
+                    let _ = sqlx::query(&format!("DROP ROLE IF EXISTS {name}"))
+                        .execute(&mut primary)
+                        .await;
+                }
+            });
+        })
+        .join();
+    }
+}

@@ -162,7 +162,11 @@ pub(crate) async fn call(
     if let Some(key) = idempotency_key {
         request = request.header("Idempotency-Key", key);
     }
-    let response = request.send().await?;
+    answer(request.send().await?).await
+}
+
+/// A response as an [`Answer`], its body read.
+async fn answer(response: reqwest::Response) -> Result<Answer, reqwest::Error> {
     let header = |name: &str| {
         response
             .headers()
@@ -216,21 +220,8 @@ pub(crate) async fn get_at(
     url: &str,
     position: &str,
 ) -> Result<Answer, reqwest::Error> {
-    let response = http
-        .get(url)
-        .header("Gatekeeper-Min-Position", position)
-        .send()
-        .await?;
-    let status = response.status().as_u16();
-    let text = response.text().await?;
-    Ok(Answer {
-        status,
-        content_type: String::new(),
-        retry_after: None,
-        replayed: false,
-        position: None,
-        body: serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    })
+    let request = http.get(url).header("Gatekeeper-Min-Position", position);
+    answer(request.send().await?).await
 }
 
 pub(crate) async fn get(http: &reqwest::Client, url: &str) -> Result<Answer, reqwest::Error> {
