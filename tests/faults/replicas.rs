@@ -34,17 +34,7 @@ async fn writer(
     let mut batch = 0;
     while Instant::now() < deadline {
         let start = rng.below(tau().len() as u64 - 3) as usize;
-        let turns: Vec<Value> = (start..start + 3)
-            .map(|i| json!({ "role": tau()[i].role, "content": tau()[i].content }))
-            .collect();
-        let appended = call(
-            &http,
-            Method::POST,
-            &at("/turns"),
-            Some(&json!({ "turns": turns })),
-            None,
-        )
-        .await;
+        let appended = append(&http, &at("/turns"), start..start + 3).await;
         let Some((ids, position)) = written(&appended, &violations, "append") else {
             return (writes, reads);
         };
@@ -84,6 +74,26 @@ async fn writer(
         }
     }
     (writes, reads)
+}
+
+/// Appends tau-bench turns `turns` at `url` (a conversation's `/turns`).
+async fn append(
+    http: &reqwest::Client,
+    url: &str,
+    turns: std::ops::Range<usize>,
+) -> Result<Answer, reqwest::Error> {
+    let turns: Vec<Value> = tau()[turns]
+        .iter()
+        .map(|t| json!({ "role": t.role, "content": t.content }))
+        .collect();
+    call(
+        http,
+        Method::POST,
+        url,
+        Some(&json!({ "turns": turns })),
+        None,
+    )
+    .await
 }
 
 fn written(
@@ -336,18 +346,7 @@ async fn reads_from_a_streaming_replica_that_refuses_sessions_are_answered_by_th
     let retries = "gatekeeper_replica_read_retries_total";
     let at = |path: &str| service.conversation_url("refused", path);
     // Each phase reads turns of its own: the answer cache must not answer them.
-    let turns: Vec<Value> = tau()[..3 * READS]
-        .iter()
-        .map(|t| json!({ "role": t.role, "content": t.content }))
-        .collect();
-    let appended = call(
-        &http,
-        Method::POST,
-        &at("/turns"),
-        Some(&json!({ "turns": turns })),
-        None,
-    )
-    .await;
+    let appended = append(&http, &at("/turns"), 0..3 * READS).await;
     let (_, position) = written(&appended, &violations, "append").expect("the turns are appended");
     replica.catch_up().await;
 

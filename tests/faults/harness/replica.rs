@@ -4,7 +4,7 @@
 //! loopback (`host replication all 127.0.0.1/32 trust` in pg_hba.conf; `.ci/run` adds it).
 
 use super::postgres::pg_admin;
-use gatekeeper_test_support::db::unique_name;
+use gatekeeper_test_support::db::{run_aside, unique_name};
 use gatekeeper_test_support::free_port;
 use sqlx::Connection;
 use std::path::PathBuf;
@@ -250,21 +250,13 @@ impl ReadOnlyRole {
 
 impl Drop for ReadOnlyRole {
     fn drop(&mut self) {
-        // Drop runs inside the test's runtime, which cannot be blocked on: use a thread.
         let name = self.0.clone();
-        let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async {
-                if let Ok(mut primary) = pg_admin().await {
-                    let _ = sqlx::query(&format!("DROP ROLE IF EXISTS {name}"))
-                        .execute(&mut primary)
-                        .await;
-                }
-            });
-        })
-        .join();
+        run_aside(async move {
+            if let Ok(mut primary) = pg_admin().await {
+                let _ = sqlx::query(&format!("DROP ROLE IF EXISTS {name}"))
+                    .execute(&mut primary)
+                    .await;
+            }
+        });
     }
 }

@@ -182,25 +182,29 @@ impl PgDatabase {
 
 impl Drop for PgDatabase {
     fn drop(&mut self) {
-        // Drop runs inside the test's runtime, which cannot be blocked on: use a thread.
         let (admin_url, name) = (self.admin_url.clone(), self.name.clone());
-        let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async {
-                use sqlx::Connection;
-                if let Ok(mut conn) = sqlx::PgConnection::connect(&admin_url).await {
-                    let _ =
-                        sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-                            .execute(&mut conn)
-                            .await;
-                }
-            });
-        })
-        .join();
+        run_aside(async move {
+            use sqlx::Connection;
+            if let Ok(mut conn) = sqlx::PgConnection::connect(&admin_url).await {
+                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+                    .execute(&mut conn)
+                    .await;
+            }
+        });
     }
+}
+
+/// Runs `cleanup` to its end on a thread and runtime of its own: a `Drop` runs inside the
+/// test's runtime, which cannot be blocked on.
+pub fn run_aside(cleanup: impl std::future::Future<Output = ()> + Send + 'static) {
+    let _ = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(cleanup)
+    })
+    .join();
 }
 
 /// What a test database is kept alive by: removed when it is dropped.
