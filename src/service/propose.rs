@@ -12,7 +12,9 @@ use crate::coverage::{
     Decision, IdRange, IdRanges, Outcome, Proposal, TurnFacts, TurnStatus, Verdict,
 };
 use crate::domain::{CompactionRequest, ConversationId, ExpectedCheckpoint, TenantId};
-use crate::store::{self, IdempotencyClaim, NewCheckpoint, Store, WriteTx};
+use crate::store::{
+    self, ConversationRow, IdempotencyClaim, NewCheckpoint, Store, StoredAnswer, WriteTx,
+};
 
 /// A decided proposal; persisted (with its id) unless rejected or a dry run.
 #[derive(Debug, Clone)]
@@ -36,37 +38,22 @@ impl<S: Store> Service<S> {
             dry_run,
         } = request;
         let tokens = self.tokens.clone();
-        proposal = self
-            .cpu(tenant, CpuWork::CountSummary, move || {
+        let (from, to) = (proposal.from, proposal.to);
+        // Counting the summary and reading the range need nothing of each other: one runs
+        // while the other waits on the database. Both are awaited, so the count never outlives
+        // the request, and its failure comes first, as when it ran first.
+        let (counted, read) = tokio::join!(
+            self.cpu(tenant, CpuWork::CountSummary, move || {
                 proposal.summary_tokens = tokens.count(&proposal.summary);
                 proposal
-            })
-            .await?;
-
-        let seen = self
-            .store
-            .conversation(tenant, conversation)
-            .await?
-            .ok_or_else(|| Error::NoConversation(conversation.clone()))?;
-        let latest = seen.latest.map(|l| l.checkpoint_id);
-        if !expected.admits(latest) {
-            // The latest checkpoint only moves forward, so the lock would say the same, unless
-            // it is this request's own first try that moved it.
-            return match self.answer_for((tenant, conversation), claim).await? {
-                Some(answer) => Ok(Reply::Stored(answer)),
-                None => Err(Error::Stale { expected, latest }),
-            };
-        }
-        if seen.checkpoint_count >= self.max_checkpoints && !dry_run {
-            return Err(self.too_many_checkpoints(conversation));
-        }
-        if proposal.to >= seen.next_id {
-            let missing = IdRange::new(seen.next_id.max(proposal.from), proposal.to);
-            return Err(Error::IdsNotInLog(IdRanges::from_ranges([missing])));
-        }
-        let facts = (self.store)
-            .range_facts(tenant, conversation, proposal.from, proposal.to)
-            .await?;
+            }),
+            self.read_range(tenant, conversation, (from, to), expected, dry_run, claim)
+        );
+        let proposal = counted?;
+        let (seen, facts) = match read? {
+            RangeRead::Facts(seen, facts) => (seen, facts),
+            RangeRead::Answered(answer) => return Ok(Reply::Stored(answer)),
+        };
         let (proposal, decision) = self.decide(tenant, proposal, facts).await?;
         if dry_run {
             if let Some(claim) = claim {
@@ -101,6 +88,44 @@ impl<S: Store> Service<S> {
                 Reply::Stored(answer) => Reply::Stored(answer),
             },
         )
+    }
+
+    /// What can be checked before the decision (the conversation, `expected_checkpoint`, the
+    /// checkpoint limit, the ids in the log), then the range's facts.
+    async fn read_range(
+        &self,
+        tenant: &TenantId,
+        conversation: &ConversationId,
+        (from, to): (i64, i64),
+        expected: ExpectedCheckpoint,
+        dry_run: bool,
+        claim: Option<&IdempotencyClaim>,
+    ) -> Result<RangeRead> {
+        let seen = self
+            .store
+            .conversation(tenant, conversation)
+            .await?
+            .ok_or_else(|| Error::NoConversation(conversation.clone()))?;
+        let latest = seen.latest.map(|l| l.checkpoint_id);
+        if !expected.admits(latest) {
+            // The latest checkpoint only moves forward, so the lock would say the same, unless
+            // it is this request's own first try that moved it.
+            return match self.answer_for((tenant, conversation), claim).await? {
+                Some(answer) => Ok(RangeRead::Answered(answer)),
+                None => Err(Error::Stale { expected, latest }),
+            };
+        }
+        if seen.checkpoint_count >= self.max_checkpoints && !dry_run {
+            return Err(self.too_many_checkpoints(conversation));
+        }
+        if to >= seen.next_id {
+            let missing = IdRange::new(seen.next_id.max(from), to);
+            return Err(Error::IdsNotInLog(IdRanges::from_ranges([missing])));
+        }
+        let facts = (self.store)
+            .range_facts(tenant, conversation, from, to)
+            .await?;
+        Ok(RangeRead::Facts(seen, facts))
     }
 
     /// Decides off the async workers (a 32,000-turn range takes tens of milliseconds).
@@ -250,6 +275,14 @@ fn answer_body(
         (_, false) => (201, serde_json::to_vec(&response)),
     };
     Ok((status, body.map_err(store::Error::invariant)?))
+}
+
+/// What the reads before the decision found.
+enum RangeRead {
+    /// The conversation as seen, and the range's facts.
+    Facts(ConversationRow, Vec<TurnFacts>),
+    /// This request's own first try answered it already (its retry came stale).
+    Answered(StoredAnswer),
 }
 
 /// A decision made before the lock, and what it was made against.
