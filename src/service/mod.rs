@@ -107,7 +107,7 @@ impl<S: Store> Service<S> {
         kind: CpuWork,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T> {
-        let _slot = (self.cpu.of(tenant))
+        let slot = (self.cpu.of(tenant))
             .acquire_owned()
             .await
             .map_err(|_| Error::Blocking(None))?;
@@ -118,9 +118,14 @@ impl<S: Store> Service<S> {
             otel.name = kind.span_name(),
             gatekeeper.cpu.work = kind.as_str()
         );
-        tokio::task::spawn_blocking(move || span.in_scope(work))
-            .await
-            .map_err(|e| Error::Blocking(Some(e)))
+        // The slot goes with the work: a request given up on (its client gone, its timeout
+        // passed) frees its slot when its work ends, not while the work still runs.
+        tokio::task::spawn_blocking(move || {
+            let _slot = slot;
+            span.in_scope(work)
+        })
+        .await
+        .map_err(|e| Error::Blocking(Some(e)))
     }
 
     pub fn store(&self) -> &S {
@@ -266,5 +271,50 @@ async fn answer_after_race<S: Store, T>(
             .map(Reply::Stored)
             .ok_or(Error::Store(store::Error::Conflict(e))),
         (result, _) => result,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::SqliteStore;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn a_cpu_task_keeps_its_slot_until_its_work_ends_though_its_request_is_given_up() {
+        let file = std::env::temp_dir().join(format!("gk-cpu-slot-{}.db", std::process::id()));
+        let url = format!("sqlite://{}", file.display());
+        let store = SqliteStore::open(&url, 1, Duration::from_secs(5))
+            .await
+            .unwrap();
+        let service = Service::new(store, Policy::default(), TokenCounter::default(), 10, 1);
+        let tenant = TenantId::parse("t").unwrap();
+        let slots = service.cpu.of(&tenant);
+        let (started, has_started) = mpsc::channel();
+        let (finish, may_finish) = mpsc::channel::<()>();
+        let mut task = Box::pin(service.cpu(&tenant, CpuWork::Decide, move || {
+            started.send(()).unwrap();
+            let _ = may_finish.recv();
+        }));
+        tokio::select! {
+            _ = &mut task => panic!("the work cannot end before it is let"),
+            _ = tokio::task::spawn_blocking(move || has_started.recv()) => {}
+        }
+        // Its request is given up on (as when its client leaves) while the work still runs.
+        drop(task);
+        assert_eq!(
+            slots.available_permits(),
+            0,
+            "the running work still holds its slot"
+        );
+        finish.send(()).unwrap();
+        let permit = tokio::time::timeout(Duration::from_secs(10), slots.acquire())
+            .await
+            .expect("the slot comes back once the work ends");
+        drop(permit);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+        }
     }
 }
