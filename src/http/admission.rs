@@ -51,7 +51,8 @@ impl Admission {
 }
 
 /// The middleware on every `/v1` route: authenticates (401), rate-limits (429) and admits (503),
-/// then hands the tenant to the handler through the request's extensions.
+/// then hands the tenant to the handler through the request's extensions. One layer, not one
+/// per concern: each layer costs every request a boxed clone of the routes beneath it.
 pub async fn admit<S: Store>(
     State(state): State<AppState<S>>,
     mut request: Request,
@@ -69,7 +70,7 @@ pub async fn admit<S: Store>(
     request
         .extensions_mut()
         .insert(super::extract::JsonBudget::for_limits(state.limits));
-    next.run(request).await
+    super::position::run(&state, request, next).await
 }
 
 /// The middleware on `/mcp`: authenticates (401) and nothing else, since each tool call is a

@@ -160,11 +160,6 @@ fn rest<S: Store>(state: &AppState<S>, extra: Router<AppState<S>>) -> Router {
             get(search::conversation::<S>),
         )
         .route("/v1/search", get(search::tenant::<S>))
-        .route_layer(axum::middleware::from_fn(position::retry_on_primary))
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            position::stamp::<S>,
-        ))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             admission::admit::<S>,

@@ -6,7 +6,7 @@ use super::AppState;
 use super::extract::POSITION;
 use crate::store::Store;
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
@@ -21,12 +21,24 @@ pub struct OnReplica(pub Arc<AtomicBool>);
 #[derive(Clone, Copy)]
 pub struct PrimaryOnly;
 
+/// A `/v1` request once admitted: a read that may go to a replica is retried on the primary
+/// when the replica fails it, and a write's answer carries its commit position.
+pub async fn run<S: Store>(state: &AppState<S>, request: Request, next: Next) -> Response {
+    match *request.method() {
+        Method::GET if state.service.reads_may_use_replicas() => {
+            retry_on_primary(request, next).await
+        }
+        Method::POST | Method::PATCH => {
+            let response = next.run(request).await;
+            stamp(state, response).await
+        }
+        _ => next.run(request).await,
+    }
+}
+
 /// A read a replica could not answer (down since its last poll) is answered again by the
 /// primary, once: a replica going away costs a retry, never an error.
-pub async fn retry_on_primary(request: Request, next: Next) -> Response {
-    if request.method() != Method::GET {
-        return next.run(request).await;
-    }
+async fn retry_on_primary(request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
     let again = parts.clone();
     let on_replica = OnReplica::default();
@@ -42,14 +54,8 @@ pub async fn retry_on_primary(request: Request, next: Next) -> Response {
     next.run(again).await
 }
 
-pub async fn stamp<S: Store>(
-    State(state): State<AppState<S>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let writes = matches!(*request.method(), Method::POST | Method::PATCH);
-    let mut response = next.run(request).await;
-    if writes && response.status().is_success() {
+async fn stamp<S: Store>(state: &AppState<S>, mut response: Response) -> Response {
+    if response.status().is_success() {
         match state.service.position().await {
             Ok(Some(position)) => {
                 let value = HeaderValue::from_str(&position.to_string())

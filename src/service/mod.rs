@@ -146,6 +146,11 @@ impl<S: Store> Service<S> {
         self.store.on_replica()
     }
 
+    /// Whether reads may go to a replica (and so a read may need retrying on the primary).
+    pub fn reads_may_use_replicas(&self) -> bool {
+        self.store.reads_may_use_replicas()
+    }
+
     /// Where the writes that have returned are, for their answers to carry (`None` without
     /// replicas).
     pub async fn position(&self) -> Result<Option<crate::domain::Position>, store::Error> {

@@ -47,6 +47,10 @@ pub trait Store: Clone + Send + Sync + 'static {
     fn on_replica(&self) -> bool {
         false
     }
+    /// Whether [`Store::for_reads`] may choose a replica.
+    fn reads_may_use_replicas(&self) -> bool {
+        false
+    }
     /// The commit position every write that has returned is at or before, when reads may go to
     /// replicas (`None` otherwise: every read sees every commit).
     fn position(&self) -> impl Future<Output = Result<Option<Position>>> + Send;

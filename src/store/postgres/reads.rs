@@ -59,6 +59,10 @@ impl Store for PgStore {
         self.on_replica
     }
 
+    fn reads_may_use_replicas(&self) -> bool {
+        self.replicas.is_some()
+    }
+
     async fn position(&self) -> Result<Option<Position>> {
         match &self.replicas {
             Some(_) => Ok(Some(super::replicas::position(&self.primary).await?)),
