@@ -503,8 +503,12 @@ measure_search() {
   fi
   python3 "$ROOT/bench/search.py" --url "$URL" --key "$KEY" --data "$TAU_DATA" \
     | while IFS=$'\t' read -r k v; do put "$k" "$v"; done
-  pg -d "$BENCH_DB" -c "VACUUM ANALYZE turn_search" >/dev/null
-  put search_bytes_per_turn "$(pg -d "$BENCH_DB" -Atc "SELECT coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('turn_search')), pg_total_relation_size('turn_search'))::int8 / greatest(count(*), 1) FROM turn_search")"
+  # The index's table: search_blocks (a row per run of turns), or turn_search (a row per turn)
+  # for a binary from before migration 0010.
+  local t=search_blocks turns="sum(cardinality(tokens))"
+  [[ $(pg -d "$BENCH_DB" -Atc "SELECT to_regclass('search_blocks') IS NULL") == t ]] && t=turn_search turns="count(*)"
+  pg -d "$BENCH_DB" -c "VACUUM ANALYZE $t" >/dev/null
+  put search_bytes_per_turn "$(pg -d "$BENCH_DB" -Atc "SELECT coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('$t')), pg_total_relation_size('$t'))::int8 / greatest($turns, 1) FROM $t")"
   put turns_bytes_per_turn "$(pg -d "$BENCH_DB" -Atc "SELECT coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('turns')), pg_total_relation_size('turns'))::int8 / greatest(count(*), 1) FROM turns")"
   rss_phase search
 }

@@ -201,7 +201,7 @@ pub struct DatabaseConfig {
     #[arg(long, env = "GATEKEEPER_READ_MAX_LAG_BYTES", default_value_t = 16 << 20)]
     pub read_max_lag_bytes: u64,
 
-    /// Postgres: hash partitions per big table (turns, turn_search, term_counts, checkpoints),
+    /// Postgres: hash partitions per big table (turns, search_blocks, term_counts, checkpoints),
     /// by (tenant, conversation); 0 for none. A database laid out otherwise is rebuilt at start,
     /// rows kept. Unset: the layout is left as it is.
     #[arg(long, env = "GATEKEEPER_PG_PARTITIONS", value_parser = clap::value_parser!(u32).range(0..=i64::from(crate::store::MAX_PARTITIONS)))]

@@ -23,7 +23,7 @@ pub(crate) async fn rows_of(store: &AnyStore, conversation: &str) -> Vec<(&'stat
     let mut counts = Vec::new();
     match store {
         AnyStore::Postgres(pg) => {
-            tables.push("turn_search");
+            tables.push("search_blocks");
             for table in tables {
                 let sql = format!("SELECT count(*) FROM {table} WHERE conversation = $1");
                 let n: i64 = sqlx::query_scalar(&sql)
@@ -266,7 +266,7 @@ async fn an_append_that_waited_for_an_erasure_starts_the_conversation_afresh() {
     // the row (SQLite's write lock makes the append wait before it reads anything at all).
     let search = match app.store.backend() {
         gatekeeper::store::Backend::Postgres => {
-            "DELETE FROM turn_search WHERE conversation = 'raced'"
+            "DELETE FROM search_blocks WHERE conversation = 'raced'"
         }
         gatekeeper::store::Backend::Sqlite => {
             "DELETE FROM search_docs WHERE conversation = 'raced'"

@@ -38,3 +38,4 @@ mod turn_list;
 mod turns_read;
 mod upgrade;
 mod upgrade_keys;
+mod upgrade_search;

@@ -48,7 +48,9 @@ async fn keys(pool: &PgPool) -> Vec<(String, String, Vec<String>)> {
 }
 
 /// What a layout must keep: the keys, checks, indexes and triggers of the tables themselves
-/// (not of their partitions), as the statements that would recreate them.
+/// (not of their partitions), as the statements that would recreate them; and the storage of
+/// the tables that hold the rows (a plain table, or each partition, under its parent's name):
+/// their storage parameters and the columns stored otherwise than their type's default.
 async fn schema(pool: &PgPool) -> Vec<String> {
     sqlx::query_scalar(
         "SELECT t.relname || ': ' || c.conname || ' ' || pg_get_constraintdef(c.oid)
@@ -63,6 +65,19 @@ async fn schema(pool: &PgPool) -> Vec<String> {
          UNION ALL
          SELECT pg_get_triggerdef(g.oid) FROM pg_trigger g JOIN pg_class t ON t.oid = g.tgrelid
              WHERE NOT g.tgisinternal AND g.tgparentid = 0
+         UNION
+         SELECT coalesce(p.inhparent::regclass::text, t.relname) || ' stored: ' || t.reloptions::text
+             FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace
+             LEFT JOIN pg_inherits p ON p.inhrelid = t.oid
+             WHERE n.nspname = 'public' AND t.relkind = 'r' AND t.reloptions IS NOT NULL
+         UNION
+         SELECT coalesce(p.inhparent::regclass::text, t.relname) || '.' || a.attname || ' storage ' || a.attstorage::text
+             FROM pg_attribute a JOIN pg_class t ON t.oid = a.attrelid
+             JOIN pg_type y ON y.oid = a.atttypid
+             JOIN pg_namespace n ON n.oid = t.relnamespace
+             LEFT JOIN pg_inherits p ON p.inhrelid = t.oid
+             WHERE n.nspname = 'public' AND t.relkind = 'r' AND a.attnum > 0
+               AND a.attstorage <> y.typstorage
          ORDER BY 1",
     )
     .fetch_all(pool)
@@ -190,6 +205,18 @@ async fn a_database_moved_between_partition_layouts_keeps_its_rows_keys_and_answ
     }
     let plain = EmptyDb::new().await.connect_with(Some(0)).await;
     let plain_schema = schema(pool(&plain.store)).await;
+    for kept in [
+        "search_blocks stored: {toast_tuple_target=8160}",
+        "search_blocks.keys storage m",
+        "search_blocks.masks storage m",
+        "search_blocks.roles storage m",
+        "search_blocks.tokens storage m",
+    ] {
+        assert!(
+            plain_schema.iter().any(|s| s == kept),
+            "{kept}: {plain_schema:#?}"
+        );
+    }
 
     let empty = EmptyDb::new().await;
     let url = empty.url.clone();

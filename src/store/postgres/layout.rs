@@ -13,7 +13,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 use std::time::Instant;
 
 /// The tables that grow with the turns; `conversations` and `idempotency_keys` stay whole.
-pub const PARTITIONED_TABLES: [&str; 4] = ["turns", "turn_search", "term_counts", "checkpoints"];
+pub const PARTITIONED_TABLES: [&str; 4] = ["turns", "search_blocks", "term_counts", "checkpoints"];
 
 /// Most partitions a table may be split into.
 pub const MAX_PARTITIONS: u32 = 256;
@@ -118,13 +118,28 @@ async fn rebuild(
     .fetch_all(&mut **tx)
     .await?;
 
+    // Storage parameters (search_blocks' tuple target) belong to the table that holds the rows:
+    // the plain table, or each partition (a partitioned table takes none).
+    let options: Option<Vec<String>> = sqlx::query_scalar(
+        "SELECT coalesce(c.reloptions, (SELECT p.reloptions FROM pg_inherits i \
+             JOIN pg_class p ON p.oid = i.inhrelid WHERE i.inhparent = c.oid LIMIT 1)) \
+         FROM pg_class c WHERE c.oid = $1::regclass",
+    )
+    .bind(table)
+    .fetch_one(&mut **tx)
+    .await?;
+    let with = match options {
+        Some(options) if !options.is_empty() => format!(" WITH ({})", options.join(", ")),
+        _ => String::new(),
+    };
+
     let old = format!("{table}_before_layout");
     let mut statements = vec![
         format!("ALTER TABLE {table} RENAME TO {old}"),
         format!(
             "CREATE TABLE {table} (LIKE {old} INCLUDING ALL EXCLUDING INDEXES){}",
             if partitions == 0 {
-                ""
+                &with
             } else {
                 " PARTITION BY HASH (tenant, conversation)"
             }
@@ -133,7 +148,7 @@ async fn rebuild(
     statements.extend((0..partitions).map(|i| {
         format!(
             "CREATE TABLE {table}_p{i}_of_{partitions} PARTITION OF {table} \
-             FOR VALUES WITH (MODULUS {partitions}, REMAINDER {i})"
+             FOR VALUES WITH (MODULUS {partitions}, REMAINDER {i}){with}"
         )
     }));
     for statement in statements {

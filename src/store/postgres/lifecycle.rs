@@ -47,7 +47,7 @@ pub(super) async fn erase(
     conversation: &ConversationId,
 ) -> Result<bool> {
     for table in [
-        "turn_search",
+        "search_blocks",
         "search_backlog",
         "term_counts",
         "idempotency_keys",

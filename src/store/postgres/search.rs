@@ -1,38 +1,127 @@
-//! Search reads and the search-index backfill on Postgres: `turn_search`, a GIN index over
-//! each turn's index keys (its conversation's and its terms').
+//! Search reads and the search-index backfill on Postgres: `search_blocks`, a GIN index over
+//! the keys (its conversation's and its terms') of runs of up to 64 consecutive turns, with a
+//! mask per key that says which of the run's turns hold it.
 
 use crate::coverage::terms::TermKey;
 use crate::coverage::{Role, TermProfile};
 use crate::search::{self, Posting, Scope};
 use crate::store::{Error, Result, decode};
 use sqlx::{PgConnection, PgPool, Row};
+use std::fmt::{Display, Write};
+
+/// Most turns a block holds: one bit each in a `bigint` mask.
+const BLOCK_TURNS: usize = 64;
+/// Most keys a block holds, unless one turn alone has more: 12 bytes each (key and mask), so a
+/// block of 64 turns stays under the table's tuple target (8,160 bytes) and is stored as it is.
+/// A compressed block costs every search that reads it a decompression (3× the read).
+const BLOCK_KEYS: usize = 512;
 
 /// A key as Postgres stores it: the same 32 bits, as an `integer`.
 fn stored(key: TermKey) -> i32 {
     key.0 as i32
 }
 
-/// Each turn's index keys in the text form of an `integer[]`, cast by the server (arrays of
-/// different lengths cannot travel as one two-dimensional array).
-pub(super) fn keys_texts<'a>(
+/// A role as `search_blocks.roles` stores it.
+fn role_code(role: Role) -> i16 {
+    match role {
+        Role::System => 0,
+        Role::User => 1,
+        Role::Assistant => 2,
+        Role::Tool => 3,
+    }
+}
+
+fn role_of(code: i16) -> Result<Role> {
+    match code {
+        0 => Ok(Role::System),
+        1 => Ok(Role::User),
+        2 => Ok(Role::Assistant),
+        3 => Ok(Role::Tool),
+        _ => Err(Error::invariant(format!("search role code {code}"))),
+    }
+}
+
+/// A turn as the index takes it: id, role, tokens, term profile.
+pub(super) type IndexedTurn<'a> = (i64, Role, u32, &'a TermProfile);
+
+/// The `search_blocks` rows of some turns of one conversation, a column each, every array in
+/// its text form, cast by the server (arrays of different lengths cannot travel as one
+/// two-dimensional array).
+#[derive(Debug, Default, PartialEq)]
+pub(super) struct Blocks {
+    pub first: Vec<i64>,
+    pub keys: Vec<String>,
+    pub masks: Vec<String>,
+    pub roles: Vec<String>,
+    pub tokens: Vec<String>,
+}
+
+/// `turns`, in id order, cut into blocks of consecutive ids, at most [`BLOCK_TURNS`] turns and
+/// [`BLOCK_KEYS`] keys each: per block the sorted union of its turns' index keys, and per key
+/// the mask of the turns holding it.
+pub(super) fn blocks<'a>(
     tenant: &str,
     conversation: &str,
-    profiles: impl Iterator<Item = &'a TermProfile>,
-) -> Vec<String> {
-    use std::fmt::Write;
-    profiles
-        .map(|profile| {
-            let keys = search::index_keys(tenant, conversation, profile.terms());
-            let mut text = String::with_capacity(2 + keys.len() * 11);
-            text.push('{');
-            for (i, &key) in keys.iter().enumerate() {
-                let comma = if i == 0 { "" } else { "," };
-                let _ = write!(text, "{comma}{}", stored(key));
+    turns: impl IntoIterator<Item = IndexedTurn<'a>>,
+) -> Blocks {
+    let mut out = Blocks::default();
+    let mut run: Vec<(IndexedTurn<'a>, Vec<i32>)> = Vec::with_capacity(BLOCK_TURNS);
+    let mut union: foldhash::HashSet<i32> = Default::default();
+    for turn in turns {
+        let keys: Vec<i32> = (search::index_keys(tenant, conversation, turn.3.terms()).into_iter())
+            .map(stored)
+            .collect();
+        let follows = run.last().is_some_and(|(last, _)| last.0 + 1 == turn.0);
+        let new_keys = keys.iter().filter(|k| !union.contains(k)).count();
+        let full = run.len() == BLOCK_TURNS || union.len() + new_keys > BLOCK_KEYS;
+        if !run.is_empty() && (!follows || full) {
+            push_block(&mut out, &run);
+            run.clear();
+            union.clear();
+        }
+        union.extend(keys.iter().copied());
+        run.push((turn, keys));
+    }
+    if !run.is_empty() {
+        push_block(&mut out, &run);
+    }
+    out
+}
+
+fn push_block(out: &mut Blocks, run: &[(IndexedTurn<'_>, Vec<i32>)]) {
+    let mut held: Vec<(i32, u64)> = Vec::new();
+    for (bit, (_, keys)) in run.iter().enumerate() {
+        held.extend(keys.iter().map(|&key| (key, 1u64 << bit)));
+    }
+    held.sort_unstable_by_key(|&(key, _)| key);
+    let mut keys: Vec<i32> = Vec::with_capacity(held.len());
+    let mut masks: Vec<i64> = Vec::with_capacity(held.len());
+    for (key, bit) in held {
+        match (keys.last(), masks.last_mut()) {
+            (Some(&last), Some(mask)) if last == key => *mask |= bit as i64,
+            _ => {
+                keys.push(key);
+                masks.push(bit as i64);
             }
-            text.push('}');
-            text
-        })
-        .collect()
+        }
+    }
+    out.first.push(run[0].0.0);
+    out.keys.push(array_text(&keys));
+    out.masks.push(array_text(&masks));
+    out.roles
+        .push(array_text(run.iter().map(|(t, _)| role_code(t.1))));
+    out.tokens.push(array_text(run.iter().map(|(t, _)| t.2)));
+}
+
+/// The text form of a one-dimensional array of numbers, `{1,2,3}`.
+fn array_text<T: Display>(items: impl IntoIterator<Item = T>) -> String {
+    let mut text = String::from("{");
+    for (i, item) in items.into_iter().enumerate() {
+        let comma = if i == 0 { "" } else { "," };
+        let _ = write!(text, "{comma}{item}");
+    }
+    text.push('}');
+    text
 }
 
 /// Indexes turns of one conversation stored before the index: one INSERT over UNNEST.
@@ -42,21 +131,26 @@ async fn index_turns(
     conversation: &str,
     turns: &[(i64, Role, u32, TermProfile)],
 ) -> Result<()> {
-    let ids: Vec<i64> = turns.iter().map(|t| t.0).collect();
-    let roles: Vec<&str> = turns.iter().map(|t| t.1.as_str()).collect();
-    let tokens: Vec<i64> = turns.iter().map(|t| i64::from(t.2)).collect();
-    let keys = keys_texts(tenant, conversation, turns.iter().map(|t| &t.3));
+    let blocks = blocks(
+        tenant,
+        conversation,
+        turns
+            .iter()
+            .map(|(id, role, tokens, profile)| (*id, *role, *tokens, profile)),
+    );
     sqlx::query(
-        "INSERT INTO turn_search (tenant, conversation, turn, role, tokens, keys) \
-         SELECT $1, $2, u.id, u.role, u.tokens, u.keys::int4[] \
-         FROM UNNEST($3::int8[], $4::text[], $5::int8[], $6::text[]) AS u(id, role, tokens, keys)",
+        "INSERT INTO search_blocks (tenant, conversation, first_turn, keys, masks, roles, tokens) \
+         SELECT $1, $2, b.first, b.keys::int4[], b.masks::int8[], b.roles::int2[], b.tokens::int8[] \
+         FROM UNNEST($3::int8[], $4::text[], $5::text[], $6::text[], $7::text[]) \
+           AS b(first, keys, masks, roles, tokens)",
     )
     .bind(tenant)
     .bind(conversation)
-    .bind(ids)
-    .bind(roles)
-    .bind(tokens)
-    .bind(keys)
+    .bind(blocks.first)
+    .bind(blocks.keys)
+    .bind(blocks.masks)
+    .bind(blocks.roles)
+    .bind(blocks.tokens)
     .execute(conn)
     .await?;
     Ok(())
@@ -77,16 +171,23 @@ pub(super) async fn postings(
     };
     let wanted: Vec<i32> = keys.iter().map(|&k| stored(k)).collect();
     // Per term, one GIN lookup of its key (and the conversation's, which the index
-    // intersects with it); the scope is checked again on the rows, since keys are hashes.
+    // intersects with it); the scope is checked again on the rows, since keys are hashes. Each
+    // block's mask for the term is found once (`keys` is sorted and distinct, so width_bucket's
+    // binary search gives the key's position; OFFSET 0 keeps the mask a column) and unrolled
+    // into its turns in the target list, so the LIMIT stops reading blocks once it has enough.
     let scope_keys: Vec<i32> = scope.key(tenant).into_iter().map(stored).collect();
     let rows = sqlx::query(
-        "SELECT k.i, s.conversation, s.turn, s.role, s.tokens \
+        "SELECT k.i, s.conversation, s.first_turn + s.bit, s.roles[s.bit + 1], s.tokens[s.bit + 1] \
          FROM unnest($2::int4[]) WITH ORDINALITY AS k(key, i) \
          CROSS JOIN LATERAL ( \
-           SELECT conversation, turn, role, tokens FROM turn_search \
-           WHERE keys @> (ARRAY[k.key] || $6::int4[]) AND tenant = $1 \
-             AND ($3::text IS NULL OR conversation = $3) \
-             AND ($4::text IS NULL OR starts_with(conversation, $4)) \
+           SELECT b.conversation, b.first_turn, b.roles, b.tokens, \
+             unnest(ARRAY(SELECT bit FROM generate_series(0, 63) bit WHERE (b.mask >> bit) & 1 = 1)) AS bit \
+           FROM (SELECT conversation, first_turn, roles, tokens, masks[width_bucket(k.key, keys)] AS mask \
+             FROM search_blocks \
+             WHERE keys @> (ARRAY[k.key] || $6::int4[]) AND tenant = $1 \
+               AND ($3::text IS NULL OR conversation = $3) \
+               AND ($4::text IS NULL OR starts_with(conversation, $4)) \
+             OFFSET 0) b \
            LIMIT $5) s",
     )
     .bind(tenant)
@@ -106,7 +207,7 @@ pub(super) async fn postings(
         list.push(Posting {
             conversation: row.try_get(1)?,
             turn: row.try_get(2)?,
-            role: decode::role(row.try_get(3)?)?,
+            role: role_of(row.try_get(3)?)?,
             tokens: decode::tokens(row.try_get(4)?)?,
         });
     }
@@ -165,7 +266,7 @@ async fn backfill_chunk(conn: &mut PgConnection) -> Result<u64> {
     .await?;
     let rows = sqlx::query(
         "SELECT id, role, tokens, profile FROM turns \
-         WHERE tenant = $1 AND conversation = $2 AND id = ANY($3)",
+         WHERE tenant = $1 AND conversation = $2 AND id = ANY($3) ORDER BY id",
     )
     .bind(&tenant)
     .bind(&conversation)
@@ -185,4 +286,117 @@ async fn backfill_chunk(conn: &mut PgConnection) -> Result<u64> {
     }
     index_turns(conn, &tenant, &conversation, &turns).await?;
     Ok(done.len() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(terms: &[u32]) -> TermProfile {
+        TermProfile::new([], terms.iter().map(|&t| TermKey(t)))
+    }
+
+    /// The blocks of turns `ids` (each a user turn of 7 tokens holding `terms`).
+    fn blocks_of(ids: &[i64], terms: &[u32]) -> Blocks {
+        let profile = profile(terms);
+        blocks(
+            "t",
+            "c",
+            ids.iter().map(|&id| (id, Role::User, 7, &profile)),
+        )
+    }
+
+    #[test]
+    fn consecutive_turns_share_a_block_of_at_most_64_and_a_gap_starts_a_new_one() {
+        for (ids, firsts) in [
+            ((0..64).collect::<Vec<i64>>(), vec![0]),
+            ((0..65).collect(), vec![0, 64]),
+            ((10..140).collect(), vec![10, 74, 138]),
+            (vec![3, 4, 6, 7], vec![3, 6]),
+            (vec![5], vec![5]),
+            (vec![], vec![]),
+        ] {
+            let blocks = blocks_of(&ids, &[1]);
+            assert_eq!(blocks.first, firsts, "{ids:?}");
+            for column in [&blocks.keys, &blocks.masks, &blocks.roles, &blocks.tokens] {
+                assert_eq!(column.len(), firsts.len());
+            }
+        }
+    }
+
+    #[test]
+    fn a_block_holds_the_sorted_union_of_its_keys_with_a_mask_of_the_turns_holding_each() {
+        let (a, b) = (profile(&[30, 10]), profile(&[10, 20]));
+        let conversation = stored(search::conversation_key("t", "c"));
+        let turns = [
+            (0, Role::User, 5, &a),
+            (1, Role::Tool, 9, &b),
+            (2, Role::Assistant, 0, &a),
+        ];
+        let blocks = blocks("t", "c", turns);
+        let mut expected = [(conversation, 0b111), (10, 0b111), (20, 0b010), (30, 0b101)];
+        expected.sort();
+        let keys: Vec<i32> = expected.iter().map(|e| e.0).collect();
+        let masks: Vec<i64> = expected.iter().map(|e| e.1).collect();
+        assert_eq!(blocks.keys, [array_text(keys)]);
+        assert_eq!(blocks.masks, [array_text(masks)]);
+        assert_eq!(blocks.roles, ["{1,3,2}"]);
+        assert_eq!(blocks.tokens, ["{5,9,0}"]);
+    }
+
+    #[test]
+    fn a_turn_whose_new_keys_would_take_a_block_past_512_starts_the_next_one() {
+        // With the conversation's key: 301 keys a turn, 300 of them its own.
+        let own = |turn: u32| profile(&(0..300).map(|k| turn * 1000 + k).collect::<Vec<_>>());
+        let (a, b, shared) = (own(1), own(2), profile(&(1000..1200).collect::<Vec<_>>()));
+        let big = profile(&(0..700).collect::<Vec<_>>());
+        for (turns, firsts) in [
+            (vec![&a, &b], vec![0, 1]),
+            // The middle turn holds only keys of the first's: the two make one block.
+            (vec![&a, &shared, &b], vec![0, 2]),
+            (vec![&big, &a], vec![0, 1]),
+            (vec![&a, &big, &b], vec![0, 1, 2]),
+        ] {
+            let blocks = blocks(
+                "t",
+                "c",
+                turns
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| (i as i64, Role::User, 1, *p)),
+            );
+            assert_eq!(blocks.first, firsts);
+            for keys in &blocks.keys {
+                let n = keys.split(',').count();
+                assert!(n <= BLOCK_KEYS || n == 701, "{n} keys");
+            }
+        }
+    }
+
+    #[test]
+    fn the_64th_turn_of_a_block_is_its_masks_sign_bit() {
+        let ids: Vec<i64> = (0..64).collect();
+        assert_eq!(blocks_of(&ids, &[1]).masks, ["{-1,-1}"]);
+        let last_only = profile(&[2]);
+        let common = profile(&[]);
+        let turns = (0..64).map(|id| {
+            (
+                id,
+                Role::User,
+                1,
+                if id == 63 { &last_only } else { &common },
+            )
+        });
+        let masks = blocks("t", "c", turns).masks;
+        assert!(masks[0].contains(&i64::MIN.to_string()), "{masks:?}");
+    }
+
+    #[test]
+    fn role_codes_decode_to_their_roles_and_an_unknown_code_is_an_invariant_broken() {
+        for role in [Role::System, Role::User, Role::Assistant, Role::Tool] {
+            assert_eq!(role_of(role_code(role)).unwrap(), role);
+        }
+        assert!(role_of(4).is_err());
+        assert!(role_of(-1).is_err());
+    }
 }

@@ -482,7 +482,7 @@ async fn insert_chunk(
     turns: &[(LoggedTurn, TermProfile)],
 ) -> Result<()> {
     // One statement over UNNEST: a round trip per chunk, not per turn, writing the turns and
-    // their search index rows.
+    // their search index blocks.
     let ids: Vec<i64> = turns.iter().map(|(t, _)| t.id).collect();
     let roles: Vec<&str> = turns.iter().map(|(t, _)| t.role.as_str()).collect();
     let contents: Vec<&[u8]> = turns.iter().map(|(t, _)| t.content.as_bytes()).collect();
@@ -495,20 +495,21 @@ async fn insert_chunk(
         .iter()
         .map(|(t, _)| t.external_id.as_deref())
         .collect();
-    let search_keys = super::search::keys_texts(
+    let blocks = super::search::blocks(
         tenant.as_str(),
         conversation.as_str(),
-        turns.iter().map(|(_, p)| p),
+        turns.iter().map(|(t, p)| (t.id, t.role, t.tokens, p)),
     );
     sqlx::query(
-        "WITH u AS (SELECT * FROM UNNEST($3::int8[], $4::text[], $5::bytea[], $6::int8[], $7::jsonb[], \
-             $8::bool[], $9::bool[], $10::bytea[], $11::text[], $12::text[]) \
-             AS u(id, role, content, tokens, anchors, given, pinned, profile, external_id, keys)), \
-         logged AS (INSERT INTO turns (tenant, conversation, id, role, content, tokens, anchors, \
+        "WITH logged AS (INSERT INTO turns (tenant, conversation, id, role, content, tokens, anchors, \
              anchors_given, pinned, profile, external_id) \
-           SELECT $1, $2, id, role, content, tokens, anchors, given, pinned, profile, external_id FROM u) \
-         INSERT INTO turn_search (tenant, conversation, turn, role, tokens, keys) \
-         SELECT $1, $2, id, role, tokens, keys::int4[] FROM u",
+           SELECT $1, $2, u.* FROM UNNEST($3::int8[], $4::text[], $5::bytea[], $6::int8[], $7::jsonb[], \
+             $8::bool[], $9::bool[], $10::bytea[], $11::text[]) \
+             AS u(id, role, content, tokens, anchors, given, pinned, profile, external_id)) \
+         INSERT INTO search_blocks (tenant, conversation, first_turn, keys, masks, roles, tokens) \
+         SELECT $1, $2, b.first, b.keys::int4[], b.masks::int8[], b.roles::int2[], b.tokens::int8[] \
+         FROM UNNEST($12::int8[], $13::text[], $14::text[], $15::text[], $16::text[]) \
+           AS b(first, keys, masks, roles, tokens)",
     )
     .bind(tenant.as_str())
     .bind(conversation.as_str())
@@ -521,7 +522,11 @@ async fn insert_chunk(
     .bind(pinned)
     .bind(profiles)
     .bind(external_ids)
-    .bind(search_keys)
+    .bind(blocks.first)
+    .bind(blocks.keys)
+    .bind(blocks.masks)
+    .bind(blocks.roles)
+    .bind(blocks.tokens)
     .execute(conn)
     .await?;
     Ok(())
