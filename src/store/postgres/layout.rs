@@ -128,9 +128,10 @@ async fn rebuild(
     .bind(table)
     .fetch_one(&mut **tx)
     .await?;
+    // NULL when the table has none.
     let with = match options {
-        Some(options) if !options.is_empty() => format!(" WITH ({})", options.join(", ")),
-        _ => String::new(),
+        Some(options) => format!(" WITH ({})", options.join(", ")),
+        None => String::new(),
     };
 
     let old = format!("{table}_before_layout");

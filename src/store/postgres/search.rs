@@ -350,8 +350,15 @@ mod tests {
         let own = |turn: u32| profile(&(0..300).map(|k| turn * 1000 + k).collect::<Vec<_>>());
         let (a, b, shared) = (own(1), own(2), profile(&(1000..1200).collect::<Vec<_>>()));
         let big = profile(&(0..700).collect::<Vec<_>>());
+        let (fits, one_over) = (
+            profile(&(5000..5211).collect::<Vec<_>>()),
+            profile(&(5000..5212).collect::<Vec<_>>()),
+        );
         for (turns, firsts) in [
             (vec![&a, &b], vec![0, 1]),
+            // 301 keys and 211 new ones: 512, which fit; 513 do not.
+            (vec![&a, &fits], vec![0]),
+            (vec![&a, &one_over], vec![0, 1]),
             // The middle turn holds only keys of the first's: the two make one block.
             (vec![&a, &shared, &b], vec![0, 2]),
             (vec![&big, &a], vec![0, 1]),
