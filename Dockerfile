@@ -32,10 +32,11 @@ COPY Cargo.toml Cargo.lock ./
 COPY benches ./benches
 COPY crates/coverage/Cargo.toml crates/coverage/
 COPY crates/tau-bench/Cargo.toml crates/tau-bench/
+COPY crates/tokens/Cargo.toml crates/tokens/
 COPY tests/support/Cargo.toml tests/support/
-RUN mkdir -p src crates/coverage/src crates/tau-bench/src tests/support/src \
+RUN mkdir -p src crates/coverage/src crates/tau-bench/src crates/tokens/src tests/support/src \
     && echo 'fn main() {}' > src/main.rs \
-    && touch src/lib.rs crates/coverage/src/lib.rs crates/tau-bench/src/lib.rs tests/support/src/lib.rs \
+    && touch src/lib.rs crates/coverage/src/lib.rs crates/tau-bench/src/lib.rs crates/tokens/src/lib.rs tests/support/src/lib.rs \
     && cargo build --release --locked --bin gatekeeper \
     && rm -rf src crates tests
 
@@ -44,7 +45,7 @@ RUN mkdir -p src crates/coverage/src crates/tau-bench/src tests/support/src \
 # files' own, older mtimes: touch the crate roots so that cargo rebuilds the crate instead of
 # keeping the placeholder, and check that the binary is the real one.
 COPY . .
-RUN touch src/main.rs src/lib.rs crates/coverage/src/lib.rs crates/tau-bench/src/lib.rs \
+RUN touch src/main.rs src/lib.rs crates/coverage/src/lib.rs crates/tau-bench/src/lib.rs crates/tokens/src/lib.rs \
     && cargo build --release --locked --bin gatekeeper \
     && ./target/release/gatekeeper serve --help > /tmp/serve-help.txt \
     && grep -q 'GATEKEEPER_LISTEN' /tmp/serve-help.txt \

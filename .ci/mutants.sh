@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# One shard of the coverage core's mutants (.cargo/mutants.toml) and one of the flows'
-# (.cargo/mutants-flows.toml): shard k of N, k rotating with the commit count, so consecutive CI
-# runs test different mutants and N runs test them all. Fails when a mutant is missed (no test
-# fails on it) or times out. The whole sets: bench/mutants.sh core, bench/mutants.sh flows.
+# One shard of the coverage core's mutants (.cargo/mutants.toml), one of the flows'
+# (.cargo/mutants-flows.toml) and one of token counting's (.cargo/mutants-tokens.toml): shard k
+# of N, k rotating with the commit count, so consecutive CI runs test different mutants and N
+# runs test them all. Fails when a mutant is missed (no test fails on it) or times out. The
+# whole sets: bench/mutants.sh core, bench/mutants.sh flows, bench/mutants.sh tokens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shards="${MUTANTS_SHARDS:-100}"
@@ -11,7 +12,7 @@ if ! command -v cargo-mutants >/dev/null 2>&1; then
   cargo install --locked --quiet cargo-mutants@27.1.0
 fi
 out="${TMPDIR:-/tmp}/gatekeeper-mutants"
-rm -rf "$out" "$out-flows"
+rm -rf "$out" "$out-flows" "$out-tokens"
 status=0
 report() { # output folder: prints what was missed or timed out
   for kind in missed timeout; do
@@ -29,6 +30,10 @@ echo "== mutants of the flows: shard $shard of $shards"
 # On SQLite, as that step ran them.
 env -u DATABASE_URL GATEKEEPER_TEST_BACKEND=sqlite cargo mutants --config .cargo/mutants-flows.toml -p gatekeeper --in-place --no-shuffle --baseline skip --timeout 120 --shard "$shard/$shards" --output "$out-flows" || status=$?
 report "$out-flows"
+echo "== mutants of token counting: shard $shard of $shards"
+# Its own crate and tests (about 2 of its 225 mutants a shard).
+cargo mutants --config .cargo/mutants-tokens.toml -p gatekeeper-tokens --in-place --no-shuffle --baseline skip --timeout 120 --shard "$shard/$shards" --output "$out-tokens" || status=$?
+report "$out-tokens"
 # In place means the tree must be as committed again before the next step builds it.
 git diff --quiet -- crates src || { echo "cargo mutants left the tree changed"; git checkout -- crates src; exit 1; }
 exit "$status"

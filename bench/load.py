@@ -411,6 +411,8 @@ def cmd_compact(a, api):
             raise SystemExit(f"compaction on {conv} answered {status}: {data[:300]!r}")
         o = json.loads(data)["outcome"]
         outcomes[o] = outcomes.get(o, 0) + 1
+    slowest = sorted(range(len(lat)), key=lambda i: lat[i], reverse=True)[:3]
+    log("compact: slowest " + ", ".join(f"#{i} {lat[i] * 1000:.1f} ms" for i in slowest))
     p = a.label
     put(a.state, f"{p}_n", len(lat))
     put(a.state, f"{p}_p50_ms", percentile(lat, 50) * 1000)

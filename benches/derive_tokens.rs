@@ -77,6 +77,28 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+    // The reference: tiktoken-rs counting the same turns, on this thread (its regex caches are
+    // fastest on the first thread that uses them; the service counts on others).
+    for (name, bpe) in [
+        (
+            "tiktoken-rs/o200k_base",
+            tiktoken_rs::o200k_base_singleton(),
+        ),
+        (
+            "tiktoken-rs/cl100k_base",
+            tiktoken_rs::cl100k_base_singleton(),
+        ),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let mut total = 0usize;
+                for (text, _) in &turns {
+                    total += bpe.encode_ordinary(black_box(text)).len();
+                }
+                black_box(total)
+            })
+        });
+    }
     group.finish();
 }
 

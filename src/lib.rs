@@ -26,8 +26,9 @@ pub mod domain;
 pub mod plan;
 /// Search over the raw log: query terms, index keys, ranking and snippets (pure).
 pub mod search;
-/// Token counting with a real tokenizer (tiktoken), built once and shared.
-pub mod tokens;
+/// Token counting, exactly as tiktoken counts (its vocabularies; ASCII text pre-tokenized by
+/// hand, the rest by its regex), built once and shared; a crate of its own (`crates/tokens`).
+pub use gatekeeper_tokens as tokens;
 /// Export and import as NDJSON: the lines, and the checks an import passes (pure).
 pub mod transfer;
 

@@ -1,7 +1,8 @@
 //! Token counting with the real tiktoken vocabularies.
 
-use gatekeeper::tau_bench;
-use gatekeeper::tokens::{MAX_WHITESPACE_RUN, TokenCounter, Tokenizer};
+use gatekeeper_tau_bench as tau_bench;
+use gatekeeper_tokens::{MAX_WHITESPACE_RUN, TokenCounter, Tokenizer};
+use proptest::prelude::*;
 
 fn o200k() -> TokenCounter {
     TokenCounter::new(Tokenizer::O200kBase)
@@ -71,6 +72,63 @@ fn text_below_the_whitespace_run_limit_is_counted_exactly() {
     assert_eq!(o200k().count(&text) as usize, reference);
 }
 
+/// tiktoken-rs' own count: the reference every count here must equal.
+fn tiktoken(tokenizer: Tokenizer, text: &str) -> usize {
+    match tokenizer {
+        Tokenizer::O200kBase => tiktoken_rs::o200k_base_singleton(),
+        Tokenizer::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
+    }
+    .encode_ordinary(text)
+    .len()
+}
+
+#[test]
+fn every_tau_bench_turn_and_summary_sized_text_counts_as_tiktoken_counts_it() {
+    let conversations = tau_bench::read_gz(&tau_bench::default_path()).expect("tau-bench data");
+    let texts: Vec<String> = conversations
+        .iter()
+        .flat_map(|c| &c.turns)
+        .map(|t| t.text().into_owned())
+        .collect();
+    // A summary-sized text: many turns joined, so long pieces and every kind of break occur.
+    let joined = texts[..200].join("\n\n");
+    for tokenizer in Tokenizer::ALL {
+        let counter = TokenCounter::new(tokenizer);
+        for text in texts.iter().chain([&joined]) {
+            assert_eq!(
+                counter.count(text) as usize,
+                tiktoken(tokenizer, text),
+                "{tokenizer}: {text:?}"
+            );
+        }
+    }
+    // The real data holds non-ASCII turns too (names, symbols), which take the regex's way.
+    assert!(texts.iter().any(|t| !t.is_ascii()));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn generated_text_counts_as_tiktoken_counts_it(
+        parts in prop::collection::vec(prop_oneof![
+            4 => "[ -~]{0,12}",
+            2 => prop::sample::select(&[
+                " ", "  ", "\t", "\n", "\r\n", "\n\n  ", "\x0b", "\x0c", "'s", "'RE", "'ll",
+                "'", "/", "//", "=>", "JSONData", "HELLO", "1234567", "\u{a0}", "\u{85}", "é",
+                "Ünïcödé", "日本語", "😀", "ǅungla", "ⅫⅫ", "\u{301}", "\u{3000}",
+            ][..]).prop_map(str::to_owned),
+            1 => ("[a-z=]{1,3}", 30..60usize).prop_map(|(s, n)| s.repeat(n)),
+            1 => "\\PC{0,20}",
+        ], 0..30),
+    ) {
+        let text = parts.concat();
+        for tokenizer in Tokenizer::ALL {
+            prop_assert_eq!(TokenCounter::new(tokenizer).count(&text) as usize, tiktoken(tokenizer, &text), "{}", tokenizer);
+        }
+    }
+}
+
 #[test]
 fn every_non_empty_tau_bench_turn_has_tokens() {
     let conversations = tau_bench::read_gz(&tau_bench::default_path()).expect("tau-bench data");
@@ -99,6 +157,7 @@ fn counts_are_deterministic_across_clones() {
     let text = "Your reservation JG7FMM is confirmed for 2024-05-21.";
     assert_eq!(counter.count(text), clone.count(text));
     assert_eq!(clone.tokenizer(), Tokenizer::O200kBase);
+    assert_eq!(cl100k().clone().tokenizer(), Tokenizer::Cl100kBase);
 }
 
 #[test]

@@ -1,0 +1,298 @@
+//! A byte-pair vocabulary: each token's rank by its bytes, and tiktoken's merge, counting only.
+//!
+//! The merge is tiktoken's (`_byte_pair_merge` for short pieces, the heap version for pieces of
+//! 100 bytes or more, as tiktoken chooses), so counts are tiktoken's by construction; tests
+//! compare them with tiktoken-rs on real and generated text. The ranks live in one table of
+//! concatenated token bytes and an open-addressing index, a few megabytes, instead of the
+//! hash maps of owned byte strings tiktoken-rs keeps (tens of megabytes with its decoder).
+
+use std::collections::BinaryHeap;
+use std::hash::BuildHasher;
+
+use foldhash::fast::FixedState;
+
+/// No merge: the pair is not a token.
+const NONE: u32 = u32::MAX;
+
+/// Pieces shorter than this merge in a plain array; longer ones through a heap (tiktoken's
+/// threshold), so a long piece costs n log n rather than n².
+const SHORT_PIECE: usize = 100;
+
+pub struct Vocabulary {
+    /// Every token's bytes, in rank order.
+    bytes: Vec<u8>,
+    /// Where token `r` starts in `bytes`; `starts[r + 1]` is where it ends.
+    starts: Vec<u32>,
+    /// Open addressing by the bytes' hash: `rank + 1`, or 0 for an empty slot.
+    slots: Vec<u32>,
+    hasher: FixedState,
+}
+
+impl Vocabulary {
+    /// The vocabulary whose token of rank `r` is the `r`th of `tokens`.
+    pub fn new<T: AsRef<[u8]>>(tokens: impl IntoIterator<Item = T>) -> Self {
+        let mut bytes = Vec::new();
+        let mut starts = Vec::new();
+        for token in tokens {
+            starts.push(offset(bytes.len()));
+            bytes.extend_from_slice(token.as_ref());
+        }
+        starts.push(offset(bytes.len()));
+        let count = starts.len() - 1;
+        let mut vocabulary = Self {
+            bytes,
+            starts,
+            slots: vec![0; (count * 2).next_power_of_two().max(2)],
+            hasher: FixedState::with_seed(0x6761_7465_6b65_6570),
+        };
+        for rank in 0..count {
+            let slot = vocabulary
+                .probe(vocabulary.token(rank))
+                .find(|&slot| vocabulary.slots[slot] == 0)
+                .unwrap_or_else(|| unreachable!("the table has twice the slots it fills"));
+            vocabulary.slots[slot] = offset(rank + 1);
+        }
+        vocabulary
+    }
+
+    /// The slots where `bytes` may be, in the order they are tried: each at most once.
+    fn probe(&self, bytes: &[u8]) -> impl Iterator<Item = usize> {
+        let mask = self.slots.len() - 1;
+        let first = self.hasher.hash_one(bytes) as usize;
+        (0..self.slots.len()).map(move |step| first.wrapping_add(step) & mask)
+    }
+
+    /// How many tokens the vocabulary holds.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    fn token(&self, rank: usize) -> &[u8] {
+        &self.bytes[self.starts[rank] as usize..self.starts[rank + 1] as usize]
+    }
+
+    /// The rank of the token that is exactly `bytes`.
+    pub fn rank(&self, bytes: &[u8]) -> Option<u32> {
+        for slot in self.probe(bytes) {
+            match self.slots[slot] {
+                0 => return None,
+                entry if self.token(entry as usize - 1) == bytes => return Some(entry - 1),
+                _ => {}
+            }
+        }
+        unreachable!("the table has twice the slots it fills, so a probe meets an empty one")
+    }
+
+    fn rank_or_none(&self, bytes: &[u8]) -> u32 {
+        self.rank(bytes).unwrap_or(NONE)
+    }
+
+    /// How many tokens byte-pair encoding makes of one pre-tokenized piece.
+    pub fn count(&self, piece: &[u8]) -> usize {
+        if piece.is_empty() {
+            0
+        } else if piece.len() == 1 || self.rank(piece).is_some() {
+            // Every byte is a token; most pieces are one whole token.
+            1
+        } else if piece.len() < SHORT_PIECE {
+            self.count_short(piece)
+        } else {
+            self.count_long(piece)
+        }
+    }
+
+    /// tiktoken's `_byte_pair_merge`: merge the lowest-ranked adjacent pair (the leftmost of
+    /// equals) until no pair is a token. `parts` holds each part's start and the rank of the
+    /// pair it would form with the next part.
+    fn count_short(&self, piece: &[u8]) -> usize {
+        // A piece shorter than SHORT_PIECE has at most that many parts and ends.
+        let mut parts = [(0usize, NONE); SHORT_PIECE];
+        let mut len = piece.len() + 1;
+        let mut min = (NONE, usize::MAX);
+        for i in 0..piece.len() - 1 {
+            let rank = self.rank_or_none(&piece[i..i + 2]);
+            if rank < min.0 {
+                min = (rank, i);
+            }
+            parts[i] = (i, rank);
+        }
+        parts[piece.len() - 1] = (piece.len() - 1, NONE);
+        parts[piece.len()] = (piece.len(), NONE);
+        // The rank of part i merged with the two after it (before the one between is removed).
+        let merged_rank = |parts: &[(usize, u32)], len: usize, i: usize| {
+            if i + 3 < len {
+                self.rank_or_none(&piece[parts[i].0..parts[i + 3].0])
+            } else {
+                NONE
+            }
+        };
+        // Each merge joins two parts, so there are fewer merges than bytes.
+        for _ in 1..piece.len() {
+            if min.0 == NONE {
+                break;
+            }
+            let i = min.1;
+            if i > 0 {
+                parts[i - 1].1 = merged_rank(&parts, len, i - 1);
+            }
+            parts[i].1 = merged_rank(&parts, len, i);
+            parts.copy_within(i + 2..len, i + 1);
+            len -= 1;
+            min = (NONE, usize::MAX);
+            // The last part (the piece's end) pairs with nothing: its rank is NONE.
+            for (i, &(_, rank)) in parts[..len].iter().enumerate() {
+                if rank < min.0 {
+                    min = (rank, i);
+                }
+            }
+        }
+        len - 1
+    }
+
+    /// tiktoken's `_byte_pair_merge_large`: the same merges in the same order, the candidates in
+    /// a heap and the parts linked by their ends.
+    fn count_long(&self, piece: &[u8]) -> usize {
+        struct Part {
+            prev: usize,
+            end: usize,
+            next_end: usize,
+            next_rank: u32,
+        }
+        let mut parts = Vec::with_capacity(piece.len());
+        parts.push(Part {
+            prev: usize::MAX,
+            end: 1,
+            next_end: 2,
+            next_rank: NONE,
+        });
+        let mut heap = BinaryHeap::with_capacity(piece.len());
+        for i in 0..piece.len() - 1 {
+            if let Some(rank) = self.rank(&piece[i..i + 2]) {
+                heap.push(Merge { start: i, rank });
+                parts[i].next_rank = rank;
+            }
+            parts.push(Part {
+                prev: i,
+                end: i + 2,
+                next_end: i + 3,
+                next_rank: NONE,
+            });
+        }
+        let propose =
+            |parts: &mut Vec<Part>, heap: &mut BinaryHeap<Merge>, start: usize, next_end: usize| {
+                parts[start].next_end = next_end;
+                parts[start].next_rank = NONE;
+                if next_end <= piece.len()
+                    && let Some(rank) = self.rank(&piece[start..next_end])
+                {
+                    heap.push(Merge { start, rank });
+                    parts[start].next_rank = rank;
+                }
+            };
+        while let Some(left) = heap.pop() {
+            if left.rank != parts[left.start].next_rank {
+                continue; // superseded by a merge made since it was proposed
+            }
+            let left_start = left.start;
+            let right_start = parts[left_start].end;
+            let right_end = parts[left_start].next_end;
+            let right_next_end = parts[right_start].next_end;
+            parts[left_start].end = right_end;
+            propose(&mut parts, &mut heap, left_start, right_next_end);
+            if right_end < parts.len() {
+                parts[right_end].prev = left_start;
+            }
+            if left_start > 0 {
+                let prev_start = parts[left_start].prev;
+                propose(&mut parts, &mut heap, prev_start, right_end);
+            }
+            parts[right_start].next_rank = NONE;
+        }
+        let mut count = 0;
+        let mut i = 0;
+        while i < parts.len() {
+            count += 1;
+            i = parts[i].end;
+        }
+        count
+    }
+}
+
+/// A candidate merge of the part at `start` with the next; the lowest rank first, then the
+/// leftmost.
+#[derive(PartialEq, Eq)]
+struct Merge {
+    start: usize,
+    rank: u32,
+}
+
+impl Ord for Merge {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other
+            .rank
+            .cmp(&self.rank)
+            .then_with(|| other.start.cmp(&self.start))
+    }
+}
+
+impl PartialOrd for Merge {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+fn offset(n: usize) -> u32 {
+    u32::try_from(n).expect("a vocabulary under 4 GiB")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every byte, then merges that make "ab", "bc", "abc" and "bcbc"; and "xyz", which no
+    /// merge reaches (a toy vocabulary).
+    fn toy() -> Vocabulary {
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        tokens.extend([&b"ab"[..], b"bc", b"abc", b"bcbc", b"xyz"].map(<[u8]>::to_vec));
+        Vocabulary::new(&tokens)
+    }
+
+    #[test]
+    fn ranks_are_found_by_bytes_and_absent_bytes_have_none() {
+        let v = toy();
+        assert_eq!(v.len(), 261);
+        assert_eq!(v.rank(b"a"), Some(u32::from(b'a')));
+        assert_eq!(v.rank(b"ab"), Some(256));
+        assert_eq!(v.rank(b"abc"), Some(258));
+        assert_eq!(v.rank(b"ca"), None);
+        assert_eq!(v.rank(b""), None);
+    }
+
+    #[test]
+    fn the_lowest_ranked_pair_merges_first_in_short_and_long_pieces() {
+        let v = toy();
+        // "abc": "ab" (256) merges before "bc" (257), then "ab"+"c" is "abc": one token.
+        assert_eq!(v.count(b"abc"), 1);
+        // "abcbc": ab, c, bc, then "abc" + "bc" is no token; "cbc" neither: 2 tokens.
+        assert_eq!(v.count(b"abcbc"), 2);
+        // "xbcbc": "bc" twice (the leftmost first), then "bcbc": x + bcbc.
+        assert_eq!(v.count(b"xbcbc"), 2);
+        assert_eq!(v.count(b"xyw"), 3);
+        // A piece that is a token is one token, as tiktoken has it, though merges never reach it.
+        assert_eq!(v.count(b"xyz"), 1);
+        assert_eq!(v.count_short(b"xyz"), 3);
+        assert_eq!(v.count(b""), 0);
+        // "xbcbcabc" is x, bcbc, abc; the heap version agrees with the array version.
+        let long = b"xbcbcabc".repeat(20);
+        assert!(long.len() >= SHORT_PIECE);
+        assert_eq!(v.count(&long), 60);
+        assert_eq!(v.count_short(&long[..96]), 36);
+        assert_eq!(v.count_long(&long[..96]), 36);
+        // From SHORT_PIECE bytes on, the heap version (the array has no room for more).
+        assert_eq!(
+            v.count(&long[..SHORT_PIECE]),
+            v.count_long(&long[..SHORT_PIECE])
+        );
+    }
+}
