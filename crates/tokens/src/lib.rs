@@ -248,15 +248,18 @@ mod tests {
         .prop_map(|parts| parts.concat())
     }
 
-    fn regex_pieces(pattern: &str, text: &str) -> Vec<String> {
-        Regex::new(pattern)
-            .unwrap()
+    /// The pieces tiktoken's regex cuts, with the regex the encoder already compiled.
+    fn regex_pieces(tokenizer: Tokenizer, text: &str) -> Vec<String> {
+        TokenCounter::new(tokenizer)
+            .encoder
+            .regex
             .find_iter(text)
             .map(|m| m.unwrap().as_str().to_owned())
             .collect()
     }
 
-    fn hand_pieces(pattern: Pattern, text: &str) -> Vec<String> {
+    fn hand_pieces(tokenizer: Tokenizer, text: &str) -> Vec<String> {
+        let pattern = TokenCounter::new(tokenizer).encoder.pattern;
         pieces::pieces(pattern, text.as_bytes())
             .map(|p| String::from_utf8(p.to_vec()).unwrap())
             .collect()
@@ -265,14 +268,14 @@ mod tests {
     proptest! {
         #[test]
         fn ascii_text_is_cut_into_the_pieces_tiktokens_regex_cuts(text in ascii_text()) {
-            prop_assert_eq!(hand_pieces(Pattern::O200k, &text), regex_pieces(tiktoken_rs::O200K_BASE_PAT_STR, &text));
-            prop_assert_eq!(hand_pieces(Pattern::Cl100k, &text), regex_pieces(CL100K_BASE_PAT_STR, &text));
+            prop_assert_eq!(hand_pieces(Tokenizer::O200kBase, &text), regex_pieces(Tokenizer::O200kBase, &text));
+            prop_assert_eq!(hand_pieces(Tokenizer::Cl100kBase, &text), regex_pieces(Tokenizer::Cl100kBase, &text));
         }
 
         #[test]
         fn any_ascii_bytes_are_cut_as_the_regex_cuts_them(text in "[\\x00-\\x7f]{0,200}") {
-            prop_assert_eq!(hand_pieces(Pattern::O200k, &text), regex_pieces(tiktoken_rs::O200K_BASE_PAT_STR, &text));
-            prop_assert_eq!(hand_pieces(Pattern::Cl100k, &text), regex_pieces(CL100K_BASE_PAT_STR, &text));
+            prop_assert_eq!(hand_pieces(Tokenizer::O200kBase, &text), regex_pieces(Tokenizer::O200kBase, &text));
+            prop_assert_eq!(hand_pieces(Tokenizer::Cl100kBase, &text), regex_pieces(Tokenizer::Cl100kBase, &text));
         }
     }
 
