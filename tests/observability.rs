@@ -154,6 +154,20 @@ async fn a_narrowing_and_the_reads_after_it_move_each_counter_by_exactly_what_th
     let got = deltas(&before, &after, &series);
     let want: Vec<(&str, f64)> = series.iter().copied().zip(expected).collect();
     assert_eq!(got, want);
+    // The three reads the cache did not answer went to Postgres, each alone: nothing else was
+    // in flight. SQLite reads each on its own, without batches.
+    let batches = [
+        "gatekeeper_reconstruct_batch_lookups_sum",
+        "gatekeeper_reconstruct_batch_lookups_count",
+    ];
+    let sent = match app.store.backend() {
+        gatekeeper::store::Backend::Postgres => 3.0,
+        gatekeeper::store::Backend::Sqlite => 0.0,
+    };
+    assert_eq!(
+        deltas(&before, &after, &batches),
+        [(batches[0], sent), (batches[1], sent)]
+    );
 }
 
 #[tokio::test]

@@ -25,6 +25,7 @@ mod partitions;
 mod pins;
 mod positions;
 mod reconstruct;
+mod reconstruct_batches;
 mod refusals;
 mod retention;
 mod rule_2b;

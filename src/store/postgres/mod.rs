@@ -6,6 +6,7 @@ mod feed;
 mod layout;
 mod lifecycle;
 mod reads;
+mod reconstructs;
 mod replicas;
 mod search;
 mod tx;
@@ -27,6 +28,8 @@ pub struct PgStore {
     /// Where reads go: the primary, or the replica [`Store::for_reads`](super::Store::for_reads)
     /// chose.
     read_pool: PgPool,
+    /// The reconstruct lookups bound for `read_pool`, sent in batches.
+    reconstructs: std::sync::Arc<reconstructs::Reconstructs>,
     /// Writes, locks, the feed, migrations.
     primary: PgPool,
     replicas: Option<std::sync::Arc<replicas::Replicas>>,
@@ -158,6 +161,7 @@ impl PgStore {
     pub fn from_pool(pool: PgPool) -> Self {
         Self {
             primary: pool.clone(),
+            reconstructs: reconstructs::Reconstructs::new(&pool),
             read_pool: pool,
             replicas: None,
             on_replica: false,

@@ -5,15 +5,13 @@ use super::{MIGRATOR, PgStore, PgTx};
 use crate::config::DatabaseConfig;
 use crate::context::{self, CheckpointSpan, ContextSummary, ContextTurn};
 use crate::coverage::terms::TermKey;
-use crate::coverage::{IdRanges, Reason, Role, TurnFacts, Verdict};
+use crate::coverage::{IdRanges, Role, TurnFacts, Verdict};
 use crate::domain::{ConversationId, Position, TenantId};
 use crate::search::{Posting, Scope};
-use crate::store::profiles::deciding_anchors;
 use crate::store::{
     Backend, CheckpointRow, ConversationListing, ConversationRow, Error, ExportedCheckpoint,
     ExportedTurn, FeedEvent, FeedHeartbeat, Head, LatestCheckpoint, ListPage, ReconstructRow,
-    Result, SpanningCheckpoint, Store, StoredAnswer, StoredContext, StoredTurn, TenantFilter,
-    TurnSize, decode,
+    Result, Store, StoredAnswer, StoredContext, StoredTurn, TenantFilter, TurnSize, decode,
 };
 use chrono::{DateTime, Utc};
 use sqlx::Row;
@@ -46,8 +44,9 @@ impl Store for PgStore {
             return self.clone();
         };
         match replicas.pool_for(min).await {
-            Some(pool) => Self {
+            Some((pool, reconstructs)) => Self {
                 read_pool: pool,
+                reconstructs,
                 on_replica: true,
                 ..self.clone()
             },
@@ -84,6 +83,7 @@ impl Store for PgStore {
 
     async fn close(&self) {
         self.primary.close().await;
+        self.reconstructs.close().await;
         if let Some(replicas) = &self.replicas {
             replicas.close().await;
         }
@@ -371,7 +371,8 @@ impl Store for PgStore {
         }))
     }
 
-    /// One round trip: the turn, its deciding checkpoint, and the summary only when it covers.
+    /// The turn, its deciding checkpoint, and the summary only when it covers: one lookup of a
+    /// batched statement (`reconstructs.rs`).
     #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "reconstruct"))]
     async fn reconstruct(
         &self,
@@ -379,59 +380,7 @@ impl Store for PgStore {
         conversation: &ConversationId,
         turn: i64,
     ) -> Result<Option<ReconstructRow>> {
-        let row = sqlx::query(
-            "SELECT t.role, t.content, t.anchors, t.anchors_given, c.checkpoint_id, c.covered_turn, \
-               CASE WHEN c.covered_turn THEN c.summary END AS summary, \
-               CASE WHEN c.covered_turn AND t.anchors_given = false THEN t.profile END AS profile, \
-               CASE WHEN c.covered_turn THEN \
-                 substring(c.candidates_used from (2 * (t.id - c.from_id) + 1)::int for 2) \
-               END AS used, \
-               CASE WHEN NOT c.covered_turn THEN \
-                 jsonb_path_query_first(c.verdict, '$.turns[*] ? (@.id == $id).reason', jsonb_build_object('id', t.id)) \
-               END AS reason \
-             FROM turns t \
-             LEFT JOIN LATERAL ( \
-               SELECT k.checkpoint_id, k.covered @> t.id AS covered_turn, k.summary, k.verdict, \
-                 k.from_id, k.candidates_used \
-               FROM checkpoints k \
-               WHERE k.tenant = $1 AND k.conversation = $2 \
-                 AND k.from_id <= t.id AND t.id <= k.advanced_to \
-               ORDER BY k.checkpoint_id DESC LIMIT 1 \
-             ) c ON true \
-             WHERE t.tenant = $1 AND t.conversation = $2 AND t.id = $3",
-        )
-        .bind(tenant.as_str())
-        .bind(conversation.as_str())
-        .bind(turn)
-        .fetch_optional(&self.read_pool)
-        .await?;
-        let Some(row) = row else { return Ok(None) };
-        let Json(anchors): Json<Vec<String>> = row.try_get("anchors")?;
-        let deciding_anchors = deciding_anchors(
-            anchors,
-            row.try_get("anchors_given")?,
-            row.try_get("profile")?,
-            row.try_get("used")?,
-        )?;
-        let checkpoint = match row.try_get::<Option<i64>, _>("checkpoint_id")? {
-            None => None,
-            Some(checkpoint_id) => {
-                let summary: Option<Vec<u8>> = row.try_get("summary")?;
-                let reason: Option<Json<Reason>> = row.try_get("reason")?;
-                Some(SpanningCheckpoint {
-                    checkpoint_id,
-                    covered: row.try_get("covered_turn")?,
-                    summary: summary.map(decode::text).transpose()?,
-                    reason: reason.map(|Json(r)| r),
-                })
-            }
-        };
-        Ok(Some(ReconstructRow {
-            role: decode::role(row.try_get("role")?)?,
-            content: decode::text(row.try_get("content")?)?,
-            deciding_anchors,
-            checkpoint,
-        }))
+        self.reconstructs.read(tenant, conversation, turn).await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "context"))]

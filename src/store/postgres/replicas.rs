@@ -4,6 +4,7 @@
 //! primary answers. A replica that fails its poll, lags past the bound or is no longer in
 //! recovery (promoted away) is skipped until a poll says otherwise.
 
+use super::reconstructs::Reconstructs;
 use crate::domain::Position;
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
@@ -21,6 +22,7 @@ struct Replica {
     /// `host:port`, the metrics label (never the URL: it may hold a password).
     name: String,
     pool: PgPool,
+    reconstructs: Arc<Reconstructs>,
     replayed: AtomicU64,
     healthy: AtomicBool,
 }
@@ -56,6 +58,7 @@ impl Replicas {
                 .connect_lazy_with(super::layout::session_options(options, partitioned));
             list.push(Replica {
                 name,
+                reconstructs: Reconstructs::new(&pool),
                 pool,
                 replayed: AtomicU64::new(0),
                 healthy: AtomicBool::new(false),
@@ -72,16 +75,16 @@ impl Replicas {
         Ok(replicas)
     }
 
-    /// The pool a read should use: a healthy replica that has replayed `min` (waiting up to
-    /// the bound for one), one within the lag bound when there is no `min`, else `None` (the
-    /// primary).
-    pub async fn pool_for(&self, min: Option<Position>) -> Option<PgPool> {
+    /// The pool a read should use, with its reconstruct batches: a healthy replica that has
+    /// replayed `min` (waiting up to the bound for one), one within the lag bound when there is
+    /// no `min`, else `None` (the primary).
+    pub async fn pool_for(&self, min: Option<Position>) -> Option<(PgPool, Arc<Reconstructs>)> {
         let deadline = tokio::time::Instant::now() + self.max_wait;
         loop {
             if let Some(replica) = self.pick(min) {
                 metrics::counter!("gatekeeper_replica_reads_total", "replica" => replica.name.clone())
                     .increment(1);
-                return Some(replica.pool.clone());
+                return Some((replica.pool.clone(), replica.reconstructs.clone()));
             }
             let any_healthy = self.list.iter().any(|r| r.healthy.load(Ordering::Acquire));
             if min.is_none() || !any_healthy || tokio::time::Instant::now() >= deadline {
@@ -111,6 +114,7 @@ impl Replicas {
     pub async fn close(&self) {
         for r in &self.list {
             r.pool.close().await;
+            r.reconstructs.close().await;
         }
     }
 }
