@@ -3,7 +3,8 @@
 # docs/mutation-testing.md. `bench/mutants.sh core` (the default): the coverage core
 # (.cargo/mutants.toml), about 75 minutes here. `bench/mutants.sh flows`: the request flows
 # (.cargo/mutants-flows.toml), about 50 minutes; `bench/mutants.sh replicas`: the flows' replica
-# routing, against the streaming-replica fault test (Postgres up); `bench/mutants.sh search-index`:
+# routing, against the streaming-replica fault test (Postgres up); `bench/mutants.sh reconstructs`:
+# reconstruct's batched lookups on Postgres (Postgres up); `bench/mutants.sh search-index`:
 # the Postgres search index in blocks (Postgres up); `bench/mutants.sh tokens`: token counting
 # (.cargo/mutants-tokens.toml), a few minutes. `--shard k/N` splits a run;
 # extra arguments go to cargo mutants.
@@ -22,10 +23,14 @@ case "$scope" in
     # A failing case kills the mutant; shrinking it to the smallest only costs time.
     export PROPTEST_MAX_SHRINK_ITERS="${PROPTEST_MAX_SHRINK_ITERS:-32}"
     args=(--config .cargo/mutants-tokens.toml -p gatekeeper-tokens --timeout 120) ;;
+  reconstructs)
+    export GATEKEEPER_TEST_BACKEND=postgres
+    export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
+    args=(--config .cargo/mutants-reconstructs.toml -p gatekeeper --timeout 60) ;;
   search-index)
     export GATEKEEPER_TEST_BACKEND=postgres
     export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
     args=(--config .cargo/mutants-search-index.toml -p gatekeeper --timeout 300) ;;
-  *) echo "usage: bench/mutants.sh [core|flows|replicas|search-index|tokens] [cargo mutants arguments]" >&2; exit 2 ;;
+  *) echo "usage: bench/mutants.sh [core|flows|replicas|reconstructs|search-index|tokens] [cargo mutants arguments]" >&2; exit 2 ;;
 esac
 cargo mutants "${args[@]}" --no-shuffle --profile mutants --output "${MUTANTS_OUT:-target/mutants-$scope}" "$@"

@@ -157,7 +157,8 @@ pub struct DatabaseConfig {
     #[arg(long, env = "GATEKEEPER_DATA_DIR", default_value = "data")]
     pub data_dir: PathBuf,
 
-    /// Most pooled database connections.
+    /// Most pooled database connections. On Postgres, reconstruct's batched lookups hold 2
+    /// more per database (the primary and each replica).
     #[arg(long, env = "GATEKEEPER_DB_POOL_SIZE", default_value_t = 16)]
     pub pool_size: u32,
 

@@ -147,14 +147,7 @@ async fn answers_stay_true_when_the_feed_connections_are_killed_and_the_feed_com
     let live = expect(b.reconstruct("c", 1).await, StatusCode::OK).await;
     assert_eq!(live["source"], "live");
 
-    let killed: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-         WHERE datname = current_database() AND application_name = $1) AS t",
-    )
-    .bind(PgStore::FEED_APPLICATION_NAME)
-    .fetch_one(pg.pool())
-    .await
-    .unwrap();
+    let killed = terminate_backends(pg, PgStore::FEED_APPLICATION_NAME).await;
     assert_eq!(killed, 2, "both processes' feed connections");
     // Whether or not the feeds are back yet, the checkpoint reaches B's answers.
     expect(

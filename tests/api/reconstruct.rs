@@ -8,8 +8,19 @@ use std::collections::BTreeSet;
 
 /// Real turns with hand-set anchors `K{i}-{i}{i}{i}`; returns the contents.
 pub(crate) async fn setup(app: &TestApp, conversation: &str, n: usize) -> Vec<Value> {
-    let turns: Vec<Value> = tau_turns(n)
+    setup_from(app, conversation, 0, n).await
+}
+
+/// The same, starting `skip` turns into the data (other contents, the same anchors).
+pub(crate) async fn setup_from(
+    app: &TestApp,
+    conversation: &str,
+    skip: usize,
+    n: usize,
+) -> Vec<Value> {
+    let turns: Vec<Value> = tau_turns(skip + n)
         .into_iter()
+        .skip(skip)
         .enumerate()
         .map(|(i, mut t)| {
             t["anchors"] = json!([anchor(i as i64)]);

@@ -3,32 +3,16 @@
 //! conversation, turn or source its neighbours in the statement have, and a missing turn is a
 //! 404 of its own.
 
-use crate::reconstruct::propose_body;
+use crate::reconstruct::{propose_body, setup_from as turns};
 use crate::support::*;
 use gatekeeper::config::ServeConfig;
+use gatekeeper::store::PgStore;
+use gatekeeper_test_support::{AnyStore, terminate_backends};
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 const KEY_A: &str = "tenant-a-key-0123456789";
 const KEY_B: &str = "tenant-b-key-9876543210";
-
-/// `n` real turns with anchors `K{i}-{i}{i}{i}`, starting `skip` turns into the data.
-async fn turns(app: &TestApp, conversation: &str, skip: usize, n: usize) {
-    let turns: Vec<Value> = tau_turns(skip + n)[skip..]
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let mut t = t.clone();
-            t["anchors"] = json!([format!("K{i}-{i}{i}{i}")]);
-            t
-        })
-        .collect();
-    expect(
-        app.append(conversation, json!(turns)).await,
-        StatusCode::CREATED,
-    )
-    .await;
-}
 
 /// Status and body of every path, all requests in flight at once.
 async fn all_at_once(reads: &[(TestApp, String)]) -> Vec<(StatusCode, Value)> {
@@ -110,4 +94,41 @@ async fn concurrent_reconstructs_each_get_their_own_answer_whatever_else_is_read
             assert_eq!(got, expected, "{}", read.1);
         }
     }
+}
+
+#[tokio::test]
+async fn a_reconstruct_whose_idle_connection_died_is_answered_on_a_new_one() {
+    let app = spawn_app_with(ServeConfig {
+        reconstruct_cache_mib: 0,
+        ..Default::default()
+    })
+    .await;
+    let AnyStore::Postgres(pg) = &app.store else {
+        return; // SQLite reads on the pool, with no connection of reconstruct's own.
+    };
+    turns(&app, "c", 0, 3).await;
+    let first = expect(app.reconstruct("c", 0).await, StatusCode::OK).await;
+    // As a server restart or an idle timeout would: the connection the read used, now idle.
+    let killed = terminate_backends(pg, PgStore::RECONSTRUCT_APPLICATION_NAME).await;
+    assert_eq!(killed, 1, "one lookup at a time needs one connection");
+    let again = expect(app.reconstruct("c", 0).await, StatusCode::OK).await;
+    assert_eq!(again, first);
+}
+
+#[tokio::test]
+async fn once_the_store_closes_a_reconstruct_without_a_cached_answer_is_503() {
+    let app = spawn_app_with(ServeConfig {
+        reconstruct_cache_mib: 0,
+        ..Default::default()
+    })
+    .await;
+    turns(&app, "c", 0, 2).await;
+    // Reconstruct's own connection, if the backend has one, is open and idle now.
+    expect(app.reconstruct("c", 0).await, StatusCode::OK).await;
+    app.store.close().await;
+    problem(
+        app.reconstruct("c", 1).await,
+        StatusCode::SERVICE_UNAVAILABLE,
+    )
+    .await;
 }

@@ -43,6 +43,9 @@ impl PgStore {
     /// `pg_stat_activity` shows it.
     pub const FEED_APPLICATION_NAME: &str = feed::APPLICATION_NAME;
 
+    /// The `application_name` of the connections that carry reconstruct's batched lookups.
+    pub const RECONSTRUCT_APPLICATION_NAME: &str = reconstructs::APPLICATION_NAME;
+
     /// Connects, creating the database if it does not exist, applies the migrations and the
     /// partition layout (`None`: left as it is). While the server is not up yet (a container
     /// starting beside it), retries with backoff for up to `startup_wait`, saying what it waits

@@ -26,6 +26,9 @@ use tokio::sync::oneshot;
 /// last one's rows. Each has a connection of its own, beside the pool's.
 pub const MAX_IN_FLIGHT: usize = 2;
 
+/// The `application_name` of these connections, as `pg_stat_activity` shows it.
+pub const APPLICATION_NAME: &str = "gatekeeper reconstruct";
+
 /// Lookups one statement carries at most.
 pub(super) const MAX_BATCH: usize = 64;
 
@@ -99,6 +102,7 @@ impl Reconstructs {
         Arc::new(Self {
             options: (*pool.connect_options())
                 .clone()
+                .application_name(APPLICATION_NAME)
                 .options([("plan_cache_mode", "force_generic_plan")]),
             connect_timeout: pool.options().get_acquire_timeout(),
             queue: Mutex::new(Queue {

@@ -288,3 +288,16 @@ impl TestDb {
         EmptyDb::on(Backend::Sqlite).await.connect().await
     }
 }
+
+/// Terminates the backends of this store's database whose `application_name` is `name`, as a
+/// server restart or an idle timeout would; returns how many.
+pub async fn terminate_backends(pg: &PgStore, name: &str) -> i64 {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND application_name = $1) AS t",
+    )
+    .bind(name)
+    .fetch_one(pg.pool())
+    .await
+    .expect("pg_stat_activity")
+}

@@ -11,6 +11,6 @@ pub mod requests;
 
 pub use app::*;
 pub use data::*;
-pub use db::{AnyStore, EmptyDb, TestDb, backend};
+pub use db::{AnyStore, EmptyDb, TestDb, backend, terminate_backends};
 pub use locks::HeldLock;
 pub use requests::*;
