@@ -98,11 +98,7 @@ async fn concurrent_reconstructs_each_get_their_own_answer_whatever_else_is_read
 
 #[tokio::test]
 async fn a_reconstruct_whose_idle_connection_died_is_answered_on_a_new_one() {
-    let app = spawn_app_with(ServeConfig {
-        reconstruct_cache_mib: 0,
-        ..Default::default()
-    })
-    .await;
+    let app = uncached_app().await;
     let AnyStore::Postgres(pg) = &app.store else {
         return; // SQLite reads on the pool, with no connection of reconstruct's own.
     };
@@ -117,11 +113,7 @@ async fn a_reconstruct_whose_idle_connection_died_is_answered_on_a_new_one() {
 
 #[tokio::test]
 async fn once_the_store_closes_a_reconstruct_without_a_cached_answer_is_503() {
-    let app = spawn_app_with(ServeConfig {
-        reconstruct_cache_mib: 0,
-        ..Default::default()
-    })
-    .await;
+    let app = uncached_app().await;
     turns(&app, "c", 0, 2).await;
     // Reconstruct's own connection, if the backend has one, is open and idle now.
     expect(app.reconstruct("c", 0).await, StatusCode::OK).await;
@@ -131,4 +123,13 @@ async fn once_the_store_closes_a_reconstruct_without_a_cached_answer_is_503() {
         StatusCode::SERVICE_UNAVAILABLE,
     )
     .await;
+}
+
+/// A service with no answer cache: every reconstruct goes to the store.
+async fn uncached_app() -> TestApp {
+    spawn_app_with(ServeConfig {
+        reconstruct_cache_mib: 0,
+        ..Default::default()
+    })
+    .await
 }
