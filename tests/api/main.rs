@@ -38,5 +38,6 @@ mod transfer;
 mod turn_list;
 mod turns_read;
 mod upgrade;
+mod upgrade_counts;
 mod upgrade_keys;
 mod upgrade_search;

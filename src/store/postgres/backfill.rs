@@ -1,6 +1,5 @@
 //! Term profiles for turns stored before they existed, one conversation per transaction.
 
-use super::tx::add_term_counts;
 use crate::store::profiles::{Backfill, BackfillTurn};
 use crate::store::{Result, decode};
 use sqlx::types::Json;
@@ -96,6 +95,6 @@ async fn backfill_conversation(
         .bind(conversation)
         .execute(&mut **tx)
         .await?;
-    add_term_counts(tx, tenant, conversation, &backfill.counts()).await?;
+    super::term_buckets::add(tx, tenant, conversation, &backfill.counts()).await?;
     Ok(profiled)
 }

@@ -9,6 +9,7 @@ mod reads;
 mod reconstructs;
 mod replicas;
 mod search;
+mod term_buckets;
 mod tx;
 
 pub use layout::{MAX_PARTITIONS, PARTITIONED_TABLES};

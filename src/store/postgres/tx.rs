@@ -1,10 +1,10 @@
 //! [`WriteTx`] on Postgres: one transaction, the conversation's row lock serializing writers.
 
-use crate::append::{Appended, CountsAdded, LoggedTurn};
+use crate::append::{Appended, LoggedTurn};
 use crate::coverage::terms::TermKey;
 use crate::coverage::{IdRanges, TermProfile, TurnFacts};
 use crate::domain::{ConversationId, TenantId};
-use crate::store::profiles::{encode_candidates_used, stored_facts, term_column, term_from_column};
+use crate::store::profiles::{encode_candidates_used, stored_facts};
 use crate::store::{
     DecidingCheckpoint, Error, IdempotencyClaim, LockedConversation, NewCheckpoint, Restored,
     Result, StoredAnswer, StoredTurn, WriteTx, decode,
@@ -133,23 +133,8 @@ impl WriteTx for PgTx {
         conversation: &ConversationId,
         keys: &[TermKey],
     ) -> Result<HashMap<TermKey, u32>> {
-        let terms: Vec<i32> = keys.iter().map(|&k| term_column(k)).collect();
-        let rows: Vec<(i32, i32)> = sqlx::query_as(
-            // A join, not `term = ANY($3)`: on stale statistics the planner made that a filter
-            // over every term of the conversation, comparing each with the whole array (7 ms for
-            // a 500-turn batch against a 2,000-turn conversation; 1 ms as a join).
-            "SELECT c.term, c.turns FROM term_counts c JOIN UNNEST($3::int4[]) AS k(term) ON c.term = k.term \
-             WHERE c.tenant = $1 AND c.conversation = $2",
-        )
-        .bind(tenant.as_str())
-        .bind(conversation.as_str())
-        .bind(terms)
-        .fetch_all(&mut *self.0)
-        .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(term, turns)| (term_from_column(term), turns.max(0) as u32))
-            .collect())
+        let (tenant, conversation) = (tenant.as_str(), conversation.as_str());
+        super::term_buckets::read(&mut self.0, tenant, conversation, keys).await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "insert_turns"))]
@@ -162,7 +147,7 @@ impl WriteTx for PgTx {
         for chunk in in_chunks(&batch.new) {
             insert_chunk(&mut self.0, tenant, conversation, chunk).await?;
         }
-        add_term_counts(
+        super::term_buckets::add(
             &mut self.0,
             tenant.as_str(),
             conversation.as_str(),
@@ -399,51 +384,6 @@ pub(super) async fn turn_facts(
             )
         })
         .collect()
-}
-
-/// Adds to the conversation's candidate counts: an UPDATE for the keys it counts already and
-/// a plain INSERT for the others. The caller holds the conversation's lock, so no other
-/// transaction can start a key meanwhile; an upsert of both cost twice as much (4 µs a key).
-pub(super) async fn add_term_counts(
-    conn: &mut PgConnection,
-    tenant: &str,
-    conversation: &str,
-    added: &CountsAdded,
-) -> Result<()> {
-    let columns = |counts: &[(TermKey, u32)]| -> (Vec<i32>, Vec<i32>) {
-        counts
-            .iter()
-            .map(|&(k, n)| (term_column(k), i32::try_from(n).unwrap_or(i32::MAX)))
-            .unzip()
-    };
-    if !added.raised.is_empty() {
-        let (terms, turns) = columns(&added.raised);
-        sqlx::query(
-            "UPDATE term_counts c SET turns = c.turns + u.turns \
-             FROM UNNEST($3::int4[], $4::int4[]) AS u(term, turns) \
-             WHERE c.tenant = $1 AND c.conversation = $2 AND c.term = u.term",
-        )
-        .bind(tenant)
-        .bind(conversation)
-        .bind(terms)
-        .bind(turns)
-        .execute(&mut *conn)
-        .await?;
-    }
-    if !added.started.is_empty() {
-        let (terms, turns) = columns(&added.started);
-        sqlx::query(
-            "INSERT INTO term_counts (tenant, conversation, term, turns) \
-             SELECT $1, $2, u.term, u.turns FROM UNNEST($3::int4[], $4::int4[]) AS u(term, turns)",
-        )
-        .bind(tenant)
-        .bind(conversation)
-        .bind(terms)
-        .bind(turns)
-        .execute(&mut *conn)
-        .await?;
-    }
-    Ok(())
 }
 
 /// Content per INSERT, about. A connection keeps its largest message's buffer for as long as it
