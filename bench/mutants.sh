@@ -5,7 +5,8 @@
 # (.cargo/mutants-flows.toml), about 50 minutes; `bench/mutants.sh replicas`: the flows' replica
 # routing, against the streaming-replica fault test (Postgres up); `bench/mutants.sh reconstructs`:
 # reconstruct's batched lookups on Postgres (Postgres up); `bench/mutants.sh search-index`:
-# the Postgres search index in blocks (Postgres up); `bench/mutants.sh tokens`: token counting
+# the Postgres search index in blocks (Postgres up); `bench/mutants.sh term-counts`: the
+# Postgres term counts in packed rows (Postgres up); `bench/mutants.sh tokens`: token counting
 # (.cargo/mutants-tokens.toml), a few minutes. `--shard k/N` splits a run;
 # extra arguments go to cargo mutants.
 set -euo pipefail
@@ -31,6 +32,10 @@ case "$scope" in
     export GATEKEEPER_TEST_BACKEND=postgres
     export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
     args=(--config .cargo/mutants-search-index.toml -p gatekeeper --timeout 300) ;;
-  *) echo "usage: bench/mutants.sh [core|flows|replicas|reconstructs|search-index|tokens] [cargo mutants arguments]" >&2; exit 2 ;;
+  term-counts)
+    export GATEKEEPER_TEST_BACKEND=postgres
+    export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
+    args=(--config .cargo/mutants-term-counts.toml -p gatekeeper --timeout 120) ;;
+  *) echo "usage: bench/mutants.sh [core|flows|replicas|reconstructs|search-index|term-counts|tokens] [cargo mutants arguments]" >&2; exit 2 ;;
 esac
 cargo mutants "${args[@]}" --no-shuffle --profile mutants --output "${MUTANTS_OUT:-target/mutants-$scope}" "$@"
