@@ -100,6 +100,30 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
+
+    // A summary-sized text with a few characters that are not ASCII: the 40 real turns around
+    // the first such turn, joined as a summarizer would quote them.
+    let first = turns
+        .iter()
+        .position(|(t, _)| !t.is_ascii())
+        .expect("a turn that is not ASCII");
+    let around = &turns[first.saturating_sub(20)..(first + 20).min(turns.len())];
+    let summary = around
+        .iter()
+        .map(|(t, _)| t.as_str())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let mut group = c.benchmark_group("summary_count");
+    group.throughput(Throughput::Bytes(summary.len() as u64));
+    let counter = TokenCounter::new(Tokenizer::O200kBase);
+    group.bench_function("o200k_base", |b| {
+        b.iter(|| counter.count(black_box(&summary)))
+    });
+    let bpe = tiktoken_rs::o200k_base_singleton();
+    group.bench_function("tiktoken-rs/o200k_base", |b| {
+        b.iter(|| bpe.encode_ordinary(black_box(&summary)).len())
+    });
+    group.finish();
 }
 
 criterion_group!(benches, bench);

@@ -200,12 +200,40 @@ impl Encoder {
         }
     }
 
+    /// Text with a few characters that are not ASCII (a summary with a dash or a name) takes
+    /// the regex's way only for the stretches around them: a piece never spans a space that
+    /// follows a visible ASCII character (no alternative of either pattern carries a letter,
+    /// digit or symbol run on over a space, and none looks behind), so the text is cut there
+    /// and each stretch counted alone.
     fn count(&self, text: &str) -> usize {
+        let bytes = text.as_bytes();
         if text.is_ascii() {
-            return pieces::pieces(self.pattern, text.as_bytes())
-                .map(|piece| self.vocabulary.count(piece))
-                .sum();
+            return self.count_ascii(bytes);
         }
+        let is_cut = |at: usize| bytes[at] == b' ' && bytes[at - 1].is_ascii_graphic();
+        let (mut count, mut start) = (0, 0);
+        while let Some(first) = bytes[start..].iter().position(|b| !b.is_ascii()) {
+            let first = start + first;
+            let from = (start + 1..first)
+                .rev()
+                .find(|&at| is_cut(at))
+                .unwrap_or(start);
+            let to = (first..bytes.len())
+                .find(|&at| is_cut(at))
+                .unwrap_or(bytes.len());
+            count += self.count_ascii(&bytes[start..from]) + self.count_by_regex(&text[from..to]);
+            start = to;
+        }
+        count + self.count_ascii(&bytes[start..])
+    }
+
+    fn count_ascii(&self, text: &[u8]) -> usize {
+        pieces::pieces(self.pattern, text)
+            .map(|piece| self.vocabulary.count(piece))
+            .sum()
+    }
+
+    fn count_by_regex(&self, text: &str) -> usize {
         let mut count = 0;
         for piece in self.regex.find_iter(text) {
             match piece {

@@ -35,6 +35,27 @@ fn cl100k_and_o200k_differ_on_some_text() {
 }
 
 #[test]
+fn text_without_an_ascii_character_counts_as_tiktoken_counts_it() {
+    // Several of tiktoken's pieces (letters, an emoji, punctuation, runs of no-break spaces),
+    // none of them ASCII: the regex's way from the first byte to the last. The last two count a
+    // token less when taken as one piece.
+    for text in [
+        "日本語😀Ünïcödé’—\u{3000}東京",
+        "é\u{a0}\u{a0}٣мир…",
+        "東京…\u{a0}\u{a0}１２ñ",
+    ] {
+        for tokenizer in Tokenizer::ALL {
+            let counter = TokenCounter::new(tokenizer);
+            assert_eq!(
+                counter.count(text) as usize,
+                tiktoken(tokenizer, text),
+                "{tokenizer}: {text}"
+            );
+        }
+    }
+}
+
+#[test]
 fn the_empty_string_is_zero_tokens() {
     assert_eq!(o200k().count(""), 0);
     assert_eq!(cl100k().count(""), 0);
@@ -121,6 +142,29 @@ proptest! {
             1 => ("[a-z=]{1,3}", 30..60usize).prop_map(|(s, n)| s.repeat(n)),
             1 => "\\PC{0,20}",
         ], 0..30),
+    ) {
+        let text = parts.concat();
+        for tokenizer in Tokenizer::ALL {
+            prop_assert_eq!(TokenCounter::new(tokenizer).count(&text) as usize, tiktoken(tokenizer, &text), "{}", tokenizer);
+        }
+    }
+
+    /// Mostly ASCII words, symbols and spaces with a few characters that are not ASCII beside
+    /// them (a dash, a name, a combining mark or a digit of another script after a space,
+    /// punctuation before one, as in a summary's `a; b`): only the
+    /// stretches around those take the regex's way, and the sum is still tiktoken's count.
+    #[test]
+    fn mostly_ascii_text_with_a_few_other_characters_counts_as_tiktoken_counts_it(
+        parts in prop::collection::vec(prop_oneof![
+            6 => "[a-zA-Z0-9]{1,8}",
+            5 => prop::sample::select(&[
+                " ", " ", "  ", ", ", ". ", "; ", "/ ", ") ", "\n", " '", "'s ", "'LL", "-", " \n ",
+                "\t", ".\n ",
+            ][..]).prop_map(str::to_owned),
+            1 => prop::sample::select(&[
+                "é", "—", "’", "\u{a0}", "\u{301}", "日本", "😀", "Ⅻ", "\u{3000}", "٣", "Ünï",
+            ][..]).prop_map(str::to_owned),
+        ], 0..80),
     ) {
         let text = parts.concat();
         for tokenizer in Tokenizer::ALL {
