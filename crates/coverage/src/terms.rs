@@ -72,9 +72,11 @@ impl Default for Fnv {
 }
 
 impl Fnv {
+    /// Hashes ASCII letters lower-cased: normalized text has no upper-case ASCII letter, so
+    /// this changes nothing there and lets ASCII content be hashed without normalizing it.
     fn write(&mut self, bytes: &[u8]) {
         for &byte in bytes {
-            self.0 ^= u64::from(byte);
+            self.0 ^= u64::from(byte.to_ascii_lowercase());
             self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
         }
     }
@@ -89,7 +91,11 @@ impl Fnv {
 /// than [`MAX_KEY_CHARS`], does not begin and end with a word character, holds a character that
 /// is neither a word character nor joining punctuation, or is a stop-word.
 pub fn countable_key(anchor: &str) -> Option<(String, TermKey)> {
-    let normalized = normalize_text(anchor);
+    countable_normalized(normalize_text(anchor))
+}
+
+/// [`countable_key`] of an already normalized text.
+pub fn countable_normalized(normalized: String) -> Option<(String, TermKey)> {
     let chars = normalized.chars().count();
     let countable = (2..=MAX_KEY_CHARS).contains(&chars)
         && normalized.starts_with(is_word_char)
@@ -106,9 +112,15 @@ pub fn countable_key(anchor: &str) -> Option<(String, TermKey)> {
 ///
 /// Linear in the content's length: each word starts at most [`MAX_KEY_CHARS`] terms.
 pub fn term_keys(content: &str) -> Vec<TermKey> {
-    let text = normalize_text(content);
-    let mut keys = Vec::new();
-    for_each_term(&text, true, |_, key| keys.push(key));
+    let mut keys = Vec::with_capacity(content.len() / 4);
+    if content.is_ascii() {
+        // Normalizing ASCII only lower-cases it and collapses whitespace, and no term holds
+        // whitespace: the terms are those of the content itself, hashed lower-cased, with no
+        // normalized copy to write.
+        for_each_term(content, true, |_, key| keys.push(key));
+    } else {
+        for_each_term(&normalize_text(content), true, |_, key| keys.push(key));
+    }
     keys.sort_unstable();
     keys.dedup();
     keys
@@ -128,11 +140,30 @@ pub fn terms_by_key(text: &str) -> TermKeyMap<&str> {
 
 /// Calls `f` with every term of the normalized `text` (see the module docs) and its key; with
 /// `compact`, not with lone words that can never be anchors.
-fn for_each_term<'t>(text: &'t str, compact: bool, mut f: impl FnMut(&'t str, TermKey)) {
+fn for_each_term<'t>(text: &'t str, compact: bool, f: impl FnMut(&'t str, TermKey)) {
+    if text.is_ascii() {
+        // A byte is a character: no decoding (most content is ASCII).
+        let chars = text
+            .bytes()
+            .enumerate()
+            .map(|(i, b)| (i, (i, char::from(b))));
+        terms_of_chars(text, chars, compact, f);
+    } else {
+        terms_of_chars(text, text.char_indices().enumerate(), compact, f);
+    }
+}
+
+/// [`for_each_term`] over `text`'s characters, each with its character and byte offsets.
+fn terms_of_chars<'t>(
+    text: &'t str,
+    chars: impl Iterator<Item = (usize, (usize, char))>,
+    compact: bool,
+    mut f: impl FnMut(&'t str, TermKey),
+) {
     // The current run of joined words: each word's byte range and character offset.
     let mut words: Vec<Word> = Vec::new();
     let mut in_word = false;
-    for (char_index, (byte, c)) in text.char_indices().enumerate() {
+    for (char_index, (byte, c)) in chars {
         if is_word_char(c) {
             if !in_word {
                 words.push(Word {
@@ -300,6 +331,21 @@ mod tests {
             "normalizes to 1⁄2: not joining punctuation"
         );
         assert!(countable_key("HAT170").is_some());
+    }
+
+    proptest::proptest! {
+        /// ASCII content is hashed without being normalized first: its keys must be those of
+        /// its normalized text, whatever its case, whitespace and punctuation.
+        #[test]
+        fn ascii_content_has_the_keys_of_its_normalized_text(
+            content in "([A-Za-z0-9]{1,12}|[ \t\n\x0b\x0c\r]{1,3}|[_./:@#,+~%&=?'\"()-]){0,60}",
+        ) {
+            let mut expected = Vec::new();
+            for_each_term(&normalize_text(&content), true, |_, key| expected.push(key));
+            expected.sort_unstable();
+            expected.dedup();
+            proptest::prop_assert_eq!(term_keys(&content), expected);
+        }
     }
 
     #[test]

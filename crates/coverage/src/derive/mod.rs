@@ -82,7 +82,7 @@ pub fn derive_anchors(content: &str, source: AnchorSource, max: usize) -> Vec<St
     let not_plain = |c: &Candidate<'_>| c.rank.tier != Tier::Word;
     ranked(content, candidates_of(content, source), not_plain, max)
         .into_iter()
-        .map(|c| c.text.into_owned())
+        .map(|(c, _)| c.text.into_owned())
         .collect()
 }
 
@@ -129,13 +129,13 @@ struct Candidate<'a> {
 
 /// The first `limit` candidates in rank order that `keep` accepts, each once (compared as the
 /// matcher compares: NFKC + case folding), and only those that occur verbatim in the content
-/// and can be matched on word boundaries.
+/// and can be matched on word boundaries; each with its match key.
 fn ranked<'a>(
     content: &str,
     candidates: Vec<Candidate<'a>>,
     keep: impl Fn(&Candidate<'a>) -> bool,
     limit: usize,
-) -> Vec<Candidate<'a>> {
+) -> Vec<(Candidate<'a>, String)> {
     ranked_counting(content, candidates, keep, limit, &mut 0)
 }
 
@@ -154,23 +154,34 @@ fn ranked_counting<'a>(
     keep: impl Fn(&Candidate<'a>) -> bool,
     limit: usize,
     scans: &mut usize,
-) -> Vec<Candidate<'a>> {
+) -> Vec<(Candidate<'a>, String)> {
     let mut misses = 0;
-    // `order` makes every key distinct, so the unstable sort is deterministic.
-    candidates.sort_unstable_by_key(|c| c.rank);
     let mut kept = Vec::with_capacity(limit.min(candidates.len()));
-    let mut seen: Vec<String> = Vec::with_capacity(limit.min(candidates.len()));
-    for candidate in candidates {
+    let mut sorted = 0;
+    for next in 0..candidates.len() {
         if kept.len() == limit {
             break;
         }
-        if !keep(&candidate) {
+        if next == sorted {
+            // A long turn has hundreds of candidates and keeps a few dozen: order a prefix,
+            // and more only when it runs out. `order` makes every key distinct, so the
+            // unstable sorts are deterministic.
+            let rest = &mut candidates[sorted..];
+            let take = rest.len().min(4 * limit.max(8));
+            if take < rest.len() {
+                rest.select_nth_unstable_by_key(take - 1, |c| c.rank);
+            }
+            rest[..take].sort_unstable_by_key(|c| c.rank);
+            sorted += take;
+        }
+        let candidate = &candidates[next];
+        if !keep(candidate) {
             continue;
         }
         let Some(key) = match_key(&candidate.text) else {
             continue;
         };
-        if seen.contains(&key) {
+        if kept.iter().any(|(_, seen)| *seen == key) {
             continue;
         }
         if let Cow::Owned(text) = &candidate.text {
@@ -183,8 +194,9 @@ fn ranked_counting<'a>(
                 continue;
             }
         }
-        seen.push(key);
-        kept.push(candidate);
+        let text = std::mem::replace(&mut candidates[next].text, Cow::Borrowed(""));
+        let rank = candidates[next].rank;
+        kept.push((Candidate { rank, text }, key));
     }
     kept
 }
@@ -206,14 +218,72 @@ fn match_key(text: &str) -> Option<String> {
 /// The tier of a token (already trimmed to alphanumeric ends), or `None` if it is not
 /// distinctive.
 fn classify(token: &str, sentence_start: bool) -> Option<Tier> {
-    let chars = token.chars().count();
+    tier_of(&Shape::of(token), token, sentence_start)
+}
+
+/// What [`classify`] reads of a token's characters, gathered in one pass.
+#[derive(Debug, PartialEq, Eq)]
+struct Shape {
+    chars: usize,
+    numeric: bool,
+    /// Any character that is not alphanumeric (inner punctuation).
+    punctuated: bool,
+    upper: usize,
+    /// A lower-case letter followed by an upper-case one.
+    camel: bool,
+    capitalized: bool,
+}
+
+impl Shape {
+    fn of(token: &str) -> Self {
+        if token.is_ascii() {
+            // Every token is looked at, most of them ASCII: bytes are several times cheaper
+            // than the chars below (and agree with them on ASCII).
+            let bytes = token.as_bytes();
+            let mut shape = Self {
+                chars: bytes.len(),
+                numeric: false,
+                punctuated: false,
+                upper: 0,
+                camel: false,
+                capitalized: bytes.first().is_some_and(u8::is_ascii_uppercase),
+            };
+            let mut after_lower = false;
+            for &b in bytes {
+                shape.numeric |= b.is_ascii_digit();
+                shape.punctuated |= !b.is_ascii_alphanumeric();
+                let upper = b.is_ascii_uppercase();
+                shape.upper += usize::from(upper);
+                shape.camel |= after_lower && upper;
+                after_lower = b.is_ascii_lowercase();
+            }
+            return shape;
+        }
+        Self::of_chars(token)
+    }
+
+    fn of_chars(token: &str) -> Self {
+        let mut pairs = token.chars().zip(token.chars().skip(1));
+        Self {
+            chars: token.chars().count(),
+            numeric: token.chars().any(char::is_numeric),
+            punctuated: token.chars().any(|c| !c.is_alphanumeric()),
+            upper: token.chars().filter(|c| c.is_uppercase()).count(),
+            camel: pairs.any(|(a, b)| a.is_lowercase() && b.is_uppercase()),
+            capitalized: token.chars().next().is_some_and(char::is_uppercase),
+        }
+    }
+}
+
+fn tier_of(shape: &Shape, token: &str, sentence_start: bool) -> Option<Tier> {
+    let chars = shape.chars;
     if chars > MAX_ANCHOR_CHARS {
         return None;
     }
-    if token.chars().any(char::is_numeric) {
+    if shape.numeric {
         return (chars >= 3 && !is_short_ordinal(token)).then_some(Tier::Digits);
     }
-    if token.chars().any(|c| !c.is_alphanumeric()) {
+    if shape.punctuated {
         return match punctuated(token) {
             Punctuated::Identifier => Some(Tier::Punctuated),
             // Inner punctuation between alphanumeric ends: 3 characters at least already.
@@ -224,16 +294,12 @@ fn classify(token: &str, sentence_start: bool) -> Option<Tier> {
     if chars < 2 || is_stop_word(token) {
         return None;
     }
-    let upper = token.chars().filter(|c| c.is_uppercase()).count();
-    let mut pairs = token.chars().zip(token.chars().skip(1));
-    let camel = pairs.any(|(a, b)| a.is_lowercase() && b.is_uppercase());
     // ALL-CAPS (`JFK`), CamelCase (`HashMap`, `iPhone`) or capitals inside (`McDonald`, `JFKs`).
-    if upper >= 2 || camel {
+    if shape.upper >= 2 || shape.camel {
         return Some(Tier::CasedWord);
     }
     // One capital (two returned above), and it comes first.
-    let capitalized = token.chars().next().is_some_and(char::is_uppercase);
-    if capitalized && !sentence_start {
+    if shape.capitalized && !sentence_start {
         return Some(Tier::Capitalized);
     }
     (chars >= 3).then_some(Tier::Word)
@@ -281,12 +347,13 @@ fn prose_candidates(content: &str) -> Vec<Candidate<'_>> {
         if is_quoted_key(content, start, end) {
             return;
         }
-        if let Some(tier) = classify(token, sentence_start) {
+        let shape = Shape::of(token);
+        if let Some(tier) = tier_of(&shape, token, sentence_start) {
             candidates.push(Candidate {
                 rank: Rank {
                     tier,
                     depth: 0,
-                    chars: Reverse(token.chars().count()),
+                    chars: Reverse(shape.chars),
                     order: start,
                 },
                 text: Cow::Borrowed(token),
@@ -345,6 +412,30 @@ mod tests {
         let anchors = derive_anchors(&content, AnchorSource::ToolOutput, 16);
         let expected: Vec<String> = (100..116).map(|n| format!("HAT{n}")).collect();
         assert_eq!(anchors, expected);
+    }
+
+    #[test]
+    fn the_best_candidates_of_a_long_turn_are_found_wherever_they_stand() {
+        // Far more candidates than the first ordered prefix holds, the best ones last; and the
+        // same with the prefix taken up by one code repeated, so the next is found past it.
+        let words = ["kilted", "mirage", "parole", "quarry", "ribbon", "saddle"];
+        let filler: Vec<String> = (0..300)
+            .map(|n| format!("{}{}", words[n % 6], "s".repeat(n / 6)))
+            .collect();
+        let filler = filler.join(" ");
+        let repeated = "HAT170 ".repeat(200);
+        for content in [
+            format!("{filler} HAT170 ZFA04Y"),
+            format!("{repeated} {filler} ZFA04Y"),
+        ] {
+            for limit in [1, 2, 4, 16] {
+                let anchors = ranked(&content, prose_candidates(&content), |_| true, limit);
+                let texts: Vec<&str> = anchors.iter().map(|(c, _)| c.text.as_ref()).collect();
+                let best = limit.min(2);
+                assert_eq!(texts[..best], ["HAT170", "ZFA04Y"][..best], "limit {limit}");
+                assert_eq!(texts.len(), limit);
+            }
+        }
     }
 
     #[test]
@@ -440,6 +531,14 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// The byte shortcut must read an ASCII token exactly as the character path does.
+        #[test]
+        fn an_ascii_token_has_the_shape_its_characters_give(token in "[ -~]{0,80}") {
+            proptest::prop_assert_eq!(Shape::of(&token), Shape::of_chars(&token));
+        }
+    }
+
+    proptest::proptest! {
         /// Each look scans the content once, so a bounded number of looks is linear time.
         #[test]
         fn derivation_looks_in_the_content_a_bounded_number_of_times(
@@ -466,7 +565,7 @@ mod tests {
         let candidates = candidates_of(&content, AnchorSource::ToolOutput);
         assert!(candidates.len() >= 20_000, "{}", candidates.len());
         let kept = ranked_counting(&content, candidates, |_| true, 16, &mut scans);
-        let kept: Vec<&str> = kept.iter().map(|c| c.text.as_ref()).collect();
+        let kept: Vec<&str> = kept.iter().map(|(c, _)| c.text.as_ref()).collect();
         assert_eq!(kept, ["100000.0"]);
         assert_eq!(scans, 1);
     }

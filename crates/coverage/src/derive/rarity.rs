@@ -3,7 +3,7 @@
 
 use super::{AnchorSource, Candidate, candidates_of, ranked};
 use crate::profile::{MAX_CANDIDATES, TermProfile};
-use crate::terms::{TermKey, countable_key, term_keys};
+use crate::terms::{TermKey, countable_key, countable_normalized, term_keys};
 use foldhash::HashMap;
 
 /// Candidates considered per turn before rarity picks the [`MAX_CANDIDATES`] it keeps.
@@ -32,8 +32,14 @@ impl Draft {
             DRAFT_CANDIDATES,
         )
         .into_iter()
-        .filter_map(|c| {
-            let (normalized, key) = countable_key(&c.text)?;
+        .filter_map(|(c, match_key)| {
+            // An ASCII token's match key is its normalized text already (lower-cased; a token
+            // holds no whitespace).
+            let (normalized, key) = if c.text.is_ascii() {
+                countable_normalized(match_key)?
+            } else {
+                countable_key(&c.text)?
+            };
             terms
                 .binary_search(&key)
                 .is_ok()

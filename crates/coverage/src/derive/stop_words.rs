@@ -6,64 +6,62 @@ use unicode_normalization::UnicodeNormalization;
 /// never anchors.
 pub fn is_stop_word(word: &str) -> bool {
     if word.is_ascii() {
-        packed(word.as_bytes()).is_some_and(|p| stop_words().contains(p))
+        stop_words().contains(word.as_bytes())
     } else {
         // Compatibility characters can fold into ASCII (the Kelvin sign is a `k`); the list is
         // ASCII, so anything else is not on it.
         let folded = fold(word);
-        folded.is_ascii() && packed(folded.as_bytes()).is_some_and(|p| stop_words().contains(p))
+        folded.is_ascii() && stop_words().contains(folded.as_bytes())
     }
 }
 
-/// An ASCII word of at most [`STOP_WORD_MAX_LEN`] bytes, lower-cased, as one integer: its bytes
-/// and, in the top byte, its length (so no packed word is 0).
-fn packed(word: &[u8]) -> Option<u128> {
-    if word.len() > STOP_WORD_MAX_LEN {
-        return None;
-    }
-    let mut bytes = [0u8; 16];
-    bytes[..word.len()].copy_from_slice(word);
-    bytes.make_ascii_lowercase();
-    bytes[15] = word.len() as u8;
-    Some(u128::from_le_bytes(bytes))
-}
-
-/// The list as an open-addressing table of packed words: this runs for every word of every
-/// turn appended, and a hash set of strings was a quarter of the cost of a turn's term keys.
-struct PackedSet {
-    slots: Box<[u128; SLOTS]>,
+/// The list as an open-addressing table of its words, placed by a hash of a word's length and
+/// first, second and last bytes: this runs for every word of every turn appended. A hash set
+/// of strings was a quarter of the cost of a turn's term keys, and a table of words packed into
+/// integers stalled on the copy that packed each word looked up.
+struct WordTable {
+    slots: Box<[&'static [u8]; SLOTS]>,
 }
 
 /// Twice the list's length or more, a power of two: probes are short.
 const SLOTS: usize = 1024;
 
-impl PackedSet {
-    fn slot(p: u128) -> usize {
-        let mixed =
-            ((p as u64) ^ ((p >> 64) as u64).rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        (mixed >> (64 - SLOTS.trailing_zeros())) as usize
+impl WordTable {
+    /// The home slot of an ASCII word, case-insensitive; `None` for words longer than any
+    /// listed one (most content words), which are not looked up at all.
+    fn slot(word: &[u8]) -> Option<usize> {
+        let (&first, &last) = (word.first()?, word.last()?);
+        if word.len() > STOP_WORD_MAX_LEN {
+            return None;
+        }
+        let second = word.get(1).copied().unwrap_or(0);
+        let bytes = [first, second, last].map(|b| u64::from(b.to_ascii_lowercase()));
+        let mixed = (word.len() as u64 | bytes[0] << 8 | bytes[1] << 16 | bytes[2] << 24)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        Some((mixed >> (64 - SLOTS.trailing_zeros())) as usize)
     }
 
-    fn new(words: &[&str]) -> Self {
-        let mut slots = Box::new([0u128; SLOTS]);
+    fn new(words: &[&'static str]) -> Self {
+        let mut slots = Box::new([&[][..]; SLOTS]);
         for word in words {
-            let p = packed(word.as_bytes()).expect("stop words fit the packed form");
-            let mut i = Self::slot(p);
-            while slots[i] != 0 && slots[i] != p {
+            let mut i = Self::slot(word.as_bytes()).expect("stop words fit the table");
+            while !slots[i].is_empty() {
                 i = (i + 1) % SLOTS;
             }
-            slots[i] = p;
+            slots[i] = word.as_bytes();
         }
         Self { slots }
     }
 
-    fn contains(&self, p: u128) -> bool {
-        let mut i = Self::slot(p);
+    fn contains(&self, word: &[u8]) -> bool {
+        let Some(mut i) = Self::slot(word) else {
+            return false;
+        };
         // At most every slot, so that a table walked wrongly fails loudly rather than spinning.
         for _ in 0..SLOTS {
             match self.slots[i] {
-                0 => return false,
-                s if s == p => return true,
+                [] => return false,
+                listed if listed.eq_ignore_ascii_case(word) => return true,
                 _ => i = (i + 1) % SLOTS,
             }
         }
@@ -71,9 +69,9 @@ impl PackedSet {
     }
 }
 
-fn stop_words() -> &'static PackedSet {
-    static SET: std::sync::LazyLock<PackedSet> =
-        std::sync::LazyLock::new(|| PackedSet::new(STOP_WORDS));
+fn stop_words() -> &'static WordTable {
+    static SET: std::sync::LazyLock<WordTable> =
+        std::sync::LazyLock::new(|| WordTable::new(STOP_WORDS));
     &SET
 }
 
@@ -82,10 +80,8 @@ fn fold(text: &str) -> String {
     caseless::default_case_fold_str(&text.nfkc().collect::<String>())
 }
 
-/// The longest listed word ("themselves"); longer words skip the table. At most 15: the
-/// packed form keeps its last byte for the length.
+/// The longest listed word ("themselves"); longer words skip the table.
 const STOP_WORD_MAX_LEN: usize = 10;
-const _: () = assert!(STOP_WORD_MAX_LEN < 16);
 
 /// Common English function words plus chat filler ("hi", "thanks", "ok") and generic words that
 /// are capitalized without being names ("I", "ID"). Sorted, lower-case (binary search).
@@ -125,8 +121,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_stop_word_list_is_sorted_lower_case_and_fits_the_buffer() {
-        // Binary search and the stack buffer in `is_stop_word` rely on all three.
+    fn the_stop_word_list_is_sorted_lower_case_and_fits_the_table() {
+        // The table's length cut-off and its probes rely on these.
         assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
         assert!(
             STOP_WORDS
@@ -142,7 +138,7 @@ mod tests {
     fn the_table_spreads_the_list_over_its_slots_so_probes_are_short() {
         let homes: std::collections::HashSet<usize> = STOP_WORDS
             .iter()
-            .map(|w| PackedSet::slot(packed(w.as_bytes()).unwrap()))
+            .map(|w| WordTable::slot(w.as_bytes()).unwrap())
             .collect();
         assert!(
             homes.len() * 10 >= STOP_WORDS.len() * 8,
