@@ -6,7 +6,8 @@
 # routing, against the streaming-replica fault test (Postgres up); `bench/mutants.sh reconstructs`:
 # reconstruct's batched lookups on Postgres (Postgres up); `bench/mutants.sh search-index`:
 # the Postgres search index in blocks (Postgres up); `bench/mutants.sh term-counts`: the
-# Postgres term counts in packed rows (Postgres up); `bench/mutants.sh tokens`: token counting
+# Postgres term counts in packed rows (Postgres up); `bench/mutants.sh verdicts`: a Postgres
+# checkpoint's per-turn reason codes (Postgres up); `bench/mutants.sh tokens`: token counting
 # (.cargo/mutants-tokens.toml), a few minutes. `--shard k/N` splits a run;
 # extra arguments go to cargo mutants.
 set -euo pipefail
@@ -36,6 +37,10 @@ case "$scope" in
     export GATEKEEPER_TEST_BACKEND=postgres
     export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
     args=(--config .cargo/mutants-term-counts.toml -p gatekeeper --timeout 120) ;;
-  *) echo "usage: bench/mutants.sh [core|flows|replicas|reconstructs|search-index|term-counts|tokens] [cargo mutants arguments]" >&2; exit 2 ;;
+  verdicts)
+    export GATEKEEPER_TEST_BACKEND=postgres
+    export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
+    args=(--config .cargo/mutants-verdicts.toml -p gatekeeper --timeout 120) ;;
+  *) echo "usage: bench/mutants.sh [core|flows|replicas|reconstructs|search-index|term-counts|verdicts|tokens] [cargo mutants arguments]" >&2; exit 2 ;;
 esac
 cargo mutants "${args[@]}" --no-shuffle --profile mutants --output "${MUTANTS_OUT:-target/mutants-$scope}" "$@"

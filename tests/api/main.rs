@@ -41,3 +41,4 @@ mod upgrade;
 mod upgrade_counts;
 mod upgrade_keys;
 mod upgrade_search;
+mod upgrade_verdicts;

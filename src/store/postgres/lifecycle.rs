@@ -8,7 +8,6 @@ use crate::store::{
     TenantFilter, decode,
 };
 use chrono::{DateTime, Utc};
-use sqlx::types::Json;
 use sqlx::{PgConnection, PgPool, Row};
 
 pub(super) async fn conversations(
@@ -143,7 +142,7 @@ pub(super) async fn export_checkpoints(
     .await?
     .iter()
     .map(|row| {
-        let Json(verdict) = row.try_get("verdict")?;
+        let verdict = super::reads::verdict_of(row)?;
         let used: Option<Vec<u8>> = row.try_get("candidates_used")?;
         Ok(ExportedCheckpoint {
             checkpoint_id: row.try_get("checkpoint_id")?,

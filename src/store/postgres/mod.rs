@@ -6,6 +6,7 @@ mod feed;
 mod layout;
 mod lifecycle;
 mod reads;
+mod reasons;
 mod reconstructs;
 mod replicas;
 mod search;

@@ -5,7 +5,7 @@ use super::{MIGRATOR, PgStore, PgTx};
 use crate::config::DatabaseConfig;
 use crate::context::{self, CheckpointSpan, ContextSummary, ContextTurn};
 use crate::coverage::terms::TermKey;
-use crate::coverage::{IdRanges, Role, TurnFacts, Verdict};
+use crate::coverage::{IdRange, IdRanges, Role, TurnFacts, Verdict};
 use crate::domain::{ConversationId, Position, TenantId};
 use crate::search::{Posting, Scope};
 use crate::store::{
@@ -322,7 +322,7 @@ impl Store for PgStore {
         limit: u32,
     ) -> Result<Vec<CheckpointRow>> {
         let rows = sqlx::query(
-            "SELECT checkpoint_id, created_at, jsonb_set(verdict, '{turns}', '[]') AS verdict FROM checkpoints \
+            "SELECT checkpoint_id, created_at, verdict FROM checkpoints \
              WHERE tenant = $1 AND conversation = $2 AND ($3::int8 IS NULL OR checkpoint_id < $3) \
              ORDER BY checkpoint_id DESC LIMIT $4",
         )
@@ -334,7 +334,8 @@ impl Store for PgStore {
         .await?;
         rows.iter()
             .map(|row| {
-                let Json(verdict): Json<Verdict> = row.try_get("verdict")?;
+                // The listing's items leave the per-turn detail out (service::reads).
+                let verdict = verdict_of(row)?;
                 Ok(CheckpointRow {
                     checkpoint_id: row.try_get("checkpoint_id")?,
                     created_at: row.try_get("created_at")?,
@@ -362,7 +363,7 @@ impl Store for PgStore {
         .fetch_optional(&self.read_pool)
         .await?;
         let Some(row) = row else { return Ok(None) };
-        let Json(verdict): Json<Verdict> = row.try_get("verdict")?;
+        let verdict = verdict_of(&row)?;
         Ok(Some(CheckpointRow {
             checkpoint_id: row.try_get("checkpoint_id")?,
             created_at: row.try_get("created_at")?,
@@ -405,7 +406,10 @@ impl Store for PgStore {
             return Ok(StoredContext::default());
         };
         let spans = sqlx::query(
-            "SELECT checkpoint_id, from_id, advanced_to, verdict -> 'covered' FROM checkpoints \
+            "SELECT checkpoint_id, from_id, advanced_to, \
+               ARRAY(SELECT lower(r) FROM unnest(covered) AS r), \
+               ARRAY(SELECT upper(r) - 1 FROM unnest(covered) AS r) \
+             FROM checkpoints \
              WHERE tenant = $1 AND conversation = $2 ORDER BY checkpoint_id",
         )
         .bind(tenant.as_str())
@@ -414,7 +418,13 @@ impl Store for PgStore {
         .await?
         .iter()
         .map(|row| {
-            let Json(covered): Json<IdRanges> = row.try_get(3)?;
+            let (starts, ends): (Vec<i64>, Vec<i64>) = (row.try_get(3)?, row.try_get(4)?);
+            let covered = IdRanges::from_ranges(
+                starts
+                    .into_iter()
+                    .zip(ends)
+                    .map(|(s, e)| IdRange::new(s, e)),
+            );
             Ok(CheckpointSpan {
                 checkpoint_id: row.try_get(0)?,
                 from: row.try_get(1)?,
@@ -474,4 +484,10 @@ impl Store for PgStore {
             summaries,
         })
     }
+}
+
+/// A checkpoint's verdict: the JSON the service wrote, kept as bytes (migration 0012).
+pub(super) fn verdict_of(row: &sqlx::postgres::PgRow) -> Result<Verdict> {
+    let bytes: &[u8] = row.try_get("verdict")?;
+    serde_json::from_slice(bytes).map_err(Error::invariant)
 }

@@ -10,7 +10,6 @@
 //! Each lookup is its own request's, read after the request arrived on the pool it was routed
 //! to (primary or replica), so batching changes no answer: it only shares the round trip.
 
-use crate::coverage::Reason;
 use crate::domain::{ConversationId, TenantId};
 use crate::store::profiles::deciding_anchors;
 use crate::store::{Error, ReconstructRow, Result, SpanningCheckpoint, decode};
@@ -42,7 +41,7 @@ const BATCH_SQL: &str = "SELECT r.ord, t.role, t.content, t.anchors, t.anchors_g
          substring(c.candidates_used from (2 * (t.id - c.from_id) + 1)::int for 2) \
        END AS used, \
        CASE WHEN NOT c.covered_turn THEN \
-         jsonb_path_query_first(c.verdict, '$.turns[*] ? (@.id == $id).reason', jsonb_build_object('id', t.id)) \
+         substring(c.reasons from (t.id - c.from_id + 1)::int for 1) \
        END AS reason \
      FROM unnest($1::text[], $2::text[], $3::int8[]) WITH ORDINALITY AS r(tenant, conversation, id, ord) \
      CROSS JOIN LATERAL ( \
@@ -50,7 +49,7 @@ const BATCH_SQL: &str = "SELECT r.ord, t.role, t.content, t.anchors, t.anchors_g
        WHERE t.tenant = r.tenant AND t.conversation = r.conversation AND t.id = r.id \
      ) t \
      LEFT JOIN LATERAL ( \
-       SELECT k.checkpoint_id, k.covered @> t.id AS covered_turn, k.summary, k.verdict, \
+       SELECT k.checkpoint_id, k.covered @> t.id AS covered_turn, k.summary, k.reasons, \
          k.from_id, k.candidates_used \
        FROM checkpoints k \
        WHERE k.tenant = r.tenant AND k.conversation = r.conversation \
@@ -287,12 +286,12 @@ fn decode_reconstruct_row(row: &PgRow) -> Result<ReconstructRow> {
         None => None,
         Some(checkpoint_id) => {
             let summary: Option<Vec<u8>> = row.try_get("summary")?;
-            let reason: Option<Json<Reason>> = row.try_get("reason")?;
+            let reason: Option<Vec<u8>> = row.try_get("reason")?;
             Some(SpanningCheckpoint {
                 checkpoint_id,
                 covered: row.try_get("covered_turn")?,
                 summary: summary.map(decode::text).transpose()?,
-                reason: reason.map(|Json(r)| r),
+                reason: super::reasons::decode(reason.as_deref())?,
             })
         }
     };

@@ -189,9 +189,9 @@ impl WriteTx for PgTx {
         let verdict = checkpoint.verdict;
         sqlx::query(
             "INSERT INTO checkpoints (tenant, conversation, checkpoint_id, from_id, to_id, advanced_to, outcome, \
-               covered, uncovered, not_compacted, summary, summary_tokens, verdict, candidates_used) \
+               covered, uncovered, not_compacted, summary, summary_tokens, verdict, candidates_used, reasons) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, \
-               $8::int8multirange, $9::int8multirange, $10::int8multirange, $11, $12, $13, $14)",
+               $8::int8multirange, $9::int8multirange, $10::int8multirange, $11, $12, $13, $14, $15)",
         )
         .bind(tenant.as_str())
         .bind(conversation.as_str())
@@ -205,8 +205,9 @@ impl WriteTx for PgTx {
         .bind(multirange(&verdict.not_compacted))
         .bind(checkpoint.summary.as_bytes())
         .bind(i64::from(verdict.summary_tokens))
-        .bind(Json(verdict))
+        .bind(serde_json::to_vec(verdict).map_err(Error::invariant)?)
         .bind(encode_candidates_used(checkpoint.candidates_used))
+        .bind(super::reasons::encode(verdict)?)
         .execute(&mut *self.0)
         .await?;
         sqlx::query(
