@@ -10,6 +10,7 @@ use crate::store::{
     Result, StoredAnswer, StoredTurn, WriteTx, decode,
 };
 use foldhash::HashMap;
+use futures_util::{StreamExt, TryStreamExt};
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use sqlx::{PgConnection, Postgres, Row, Transaction};
@@ -352,7 +353,7 @@ pub(super) async fn turn_facts(
     from: i64,
     to: i64,
 ) -> Result<Vec<TurnFacts>> {
-    let rows = sqlx::query(
+    sqlx::query(
         // The LIMIT (exact: ids are unique) keeps the planner on the primary key. The rows of one
         // conversation's id range are estimated from ids over all conversations, so a long
         // conversation's range was estimated at ten times its rows and read by a parallel
@@ -367,24 +368,28 @@ pub(super) async fn turn_facts(
     .bind(from)
     .bind(to)
     .bind(to.saturating_sub(from).saturating_add(1).max(0))
-    .fetch_all(conn)
-    .await?;
-    // Columns by position: by name was a hash lookup per column per row.
-    rows.iter()
-        .map(|row| {
-            let anchors: Option<Json<Vec<String>>> = row.try_get(3)?;
-            stored_facts(
-                row.try_get(0)?,
-                decode::role(row.try_get(1)?)?,
-                decode::tokens(row.try_get(2)?)?,
-                anchors.map(|Json(a)| a),
-                row.try_get(4)?,
-                row.try_get(5)?,
-                row.try_get(6)?,
-                row.try_get(7)?,
-            )
-        })
-        .collect()
+    // Each row is decoded as it arrives, while Postgres is still sending the next ones: decoded
+    // after the last, the decoding added its whole time to the read's.
+    .fetch(conn)
+    .map(|row| facts_of(&row?))
+    .try_collect()
+    .await
+}
+
+/// A row of [`turn_facts`]' SELECT, its columns by position (by name was a hash lookup per
+/// column per row).
+fn facts_of(row: &PgRow) -> Result<TurnFacts> {
+    let anchors: Option<Json<Vec<String>>> = row.try_get(3)?;
+    stored_facts(
+        row.try_get(0)?,
+        decode::role(row.try_get(1)?)?,
+        decode::tokens(row.try_get(2)?)?,
+        anchors.map(|Json(a)| a),
+        row.try_get(4)?,
+        row.try_get(5)?,
+        row.try_get(6)?,
+        row.try_get(7)?,
+    )
 }
 
 /// Content per INSERT, about. A connection keeps its largest message's buffer for as long as it
