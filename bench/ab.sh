@@ -24,6 +24,7 @@ TAU_DATA=${TAU_DATA:-$ROOT/../shared/data/tau-bench-airline.jsonl.gz}
 KEY=ab-bench-key-0123456789
 STATE=$(mktemp -d /tmp/gatekeeper-ab.XXXXXX)
 PIDS=()
+SIDES=(a b)   # binary i runs as side SIDES[i]: database gk_ab_<side>, working folder <side>
 
 pg() { PGOPTIONS="-c client_min_messages=warning" psql -h "$PGHOST" -p "$PGPORT" -U "$PGUSER" -X -q "$@"; }
 cleanup() {
@@ -38,7 +39,7 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 
 PORTS=()
 for i in 0 1; do
-  x=$([[ $i == 0 ]] && echo a || echo b)
+  x=${SIDES[$i]}
   pg -c "DROP DATABASE IF EXISTS gk_ab_$x" -c "CREATE DATABASE gk_ab_$x"
   port=$(free_port)
   DATABASE_URL="postgres://$PGUSER@$PGHOST:$PGPORT/gk_ab_$x" GATEKEEPER_LISTEN="127.0.0.1:$port" \
@@ -60,14 +61,14 @@ fi
 cp "$STATE/a/template.json" "$STATE/b/template.json"
 
 case $MODE in
-  dry) for i in 0 1; do x=$([[ $i == 0 ]] && echo a || echo b)
+  dry) for i in 0 1; do x=${SIDES[$i]}
          gk "$i" $x bigconv --conv big-0 --turns 2000
          gk "$i" $x sizes --conv big-0 --sizes 2000 --reps 20; done ;;   # warm-up
-  compact) for r in $(seq "$ROUNDS"); do for i in 0 1; do x=$([[ $i == 0 ]] && echo a || echo b)
+  compact) for r in $(seq "$ROUNDS"); do for i in 0 1; do x=${SIDES[$i]}
              gk "$i" $x append --label w$r --prefix r$r --convs 60 --turns 2000; done; done
            for x in a b; do pg -d gk_ab_$x -c "VACUUM ANALYZE"; done
            pg -c CHECKPOINT ;;
-  append) for i in 0 1; do x=$([[ $i == 0 ]] && echo a || echo b)
+  append) for i in 0 1; do x=${SIDES[$i]}
             gk "$i" $x append --label w --prefix w --convs 10 --turns 2000 --no-tokens; done ;;   # warm-up
   *) echo "unknown mode $MODE: dry, compact or append" >&2; exit 2 ;;
 esac
@@ -76,7 +77,7 @@ echo "$MODE: A = ${BINS[0]}, B = ${BINS[1]}, $ROUNDS rounds"
 for r in $(seq "$ROUNDS"); do
   line="round $r"
   for i in 0 1; do
-    x=$([[ $i == 0 ]] && echo a || echo b)
+    x=${SIDES[$i]}
     before=$(cpu_ticks "${PIDS[$i]}")
     case $MODE in
       dry) gk "$i" $x sizes --conv big-0 --sizes 2000 --reps 50
