@@ -421,6 +421,19 @@ fn in_chunks(
     })
 }
 
+/// The turns of a chunk and their search blocks, one statement.
+static INSERT_CHUNK_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "WITH logged AS (INSERT INTO turns (tenant, conversation, id, role, content, tokens, anchors, \
+             anchors_given, pinned, profile, external_id) \
+           SELECT $1, $2, u.* FROM UNNEST($3::int8[], $4::text[], $5::bytea[], $6::int8[], $7::jsonb[], \
+             $8::bool[], $9::bool[], $10::bytea[], $11::text[]) \
+             AS u(id, role, content, tokens, anchors, given, pinned, profile, external_id)) \
+         INSERT INTO search_blocks (tenant, conversation, first_turn, keys, masks, roles, tokens) {}",
+        super::search::blocks_select(12)
+    )
+});
+
 async fn insert_chunk(
     conn: &mut PgConnection,
     tenant: &TenantId,
@@ -446,35 +459,21 @@ async fn insert_chunk(
         conversation.as_str(),
         turns.iter().map(|(t, p)| (t.id, t.role, t.tokens, p)),
     );
-    sqlx::query(
-        "WITH logged AS (INSERT INTO turns (tenant, conversation, id, role, content, tokens, anchors, \
-             anchors_given, pinned, profile, external_id) \
-           SELECT $1, $2, u.* FROM UNNEST($3::int8[], $4::text[], $5::bytea[], $6::int8[], $7::jsonb[], \
-             $8::bool[], $9::bool[], $10::bytea[], $11::text[]) \
-             AS u(id, role, content, tokens, anchors, given, pinned, profile, external_id)) \
-         INSERT INTO search_blocks (tenant, conversation, first_turn, keys, masks, roles, tokens) \
-         SELECT $1, $2, b.first, b.keys::int4[], b.masks::int8[], b.roles::int2[], b.tokens::int8[] \
-         FROM UNNEST($12::int8[], $13::text[], $14::text[], $15::text[], $16::text[]) \
-           AS b(first, keys, masks, roles, tokens)",
-    )
-    .bind(tenant.as_str())
-    .bind(conversation.as_str())
-    .bind(ids)
-    .bind(roles)
-    .bind(contents)
-    .bind(tokens)
-    .bind(anchors)
-    .bind(given)
-    .bind(pinned)
-    .bind(profiles)
-    .bind(external_ids)
-    .bind(blocks.first)
-    .bind(blocks.keys)
-    .bind(blocks.masks)
-    .bind(blocks.roles)
-    .bind(blocks.tokens)
-    .execute(conn)
-    .await?;
+    let query = sqlx::query(&INSERT_CHUNK_SQL)
+        .bind(tenant.as_str())
+        .bind(conversation.as_str())
+        .bind(ids)
+        .bind(roles)
+        .bind(contents)
+        .bind(tokens)
+        .bind(anchors)
+        .bind(given)
+        .bind(pinned)
+        .bind(profiles)
+        .bind(external_ids);
+    super::search::bind_blocks(query, blocks)
+        .execute(conn)
+        .await?;
     Ok(())
 }
 
