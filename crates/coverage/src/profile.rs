@@ -55,11 +55,16 @@ impl TermProfile {
         for (text, normalized, key) in candidates.into_iter().take(MAX_CANDIDATES) {
             profile.push_candidate(text, normalized, key);
         }
-        profile
-            .terms
-            .extend(profile.candidates.iter().map(|&(_, key)| key));
-        profile.terms.sort_unstable();
-        profile.terms.dedup();
+        // A draft's terms arrive sorted and holding its candidates: no sort needed then.
+        let complete = profile.terms.is_sorted_by(|a, b| a < b)
+            && (profile.candidate_keys()).all(|key| profile.contains(key));
+        if !complete {
+            profile
+                .terms
+                .extend(profile.candidates.iter().map(|&(_, key)| key));
+            profile.terms.sort_unstable();
+            profile.terms.dedup();
+        }
         profile
     }
 
