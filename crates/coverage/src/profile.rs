@@ -97,22 +97,26 @@ impl TermProfile {
 
     /// The stored form (see the module docs).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(
-            2 + self.candidates.len() * 6 + self.text.len() + self.terms.len() * 4,
-        );
-        bytes.push(VERSION);
-        bytes.push(self.candidates.len() as u8);
+        let mut bytes = Vec::new();
+        self.write_bytes(&mut bytes);
+        bytes
+    }
+
+    /// Appends the stored form to `out`: a batch's profiles can share one buffer.
+    pub fn write_bytes(&self, out: &mut Vec<u8>) {
+        out.reserve(2 + self.candidates.len() * 8 + self.text.len() + self.terms.len() * 4);
+        out.push(VERSION);
+        out.push(self.candidates.len() as u8);
         for c in self.candidates() {
-            bytes.extend_from_slice(&c.key.0.to_le_bytes());
+            out.extend_from_slice(&c.key.0.to_le_bytes());
             for text in [c.text, c.normalized] {
-                bytes.extend_from_slice(&(text.len() as u16).to_le_bytes());
-                bytes.extend_from_slice(text.as_bytes());
+                out.extend_from_slice(&(text.len() as u16).to_le_bytes());
+                out.extend_from_slice(text.as_bytes());
             }
         }
         for key in &self.terms {
-            bytes.extend_from_slice(&key.0.to_le_bytes());
+            out.extend_from_slice(&key.0.to_le_bytes());
         }
-        bytes
     }
 
     /// A profile read back from storage, checked once so that reading it never fails.

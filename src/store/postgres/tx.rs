@@ -449,7 +449,16 @@ async fn insert_chunk(
     let anchors: Vec<Json<&Vec<String>>> = turns.iter().map(|(t, _)| Json(&t.anchors)).collect();
     let given: Vec<bool> = turns.iter().map(|(t, _)| t.anchors_given).collect();
     let pinned: Vec<bool> = turns.iter().map(|(t, _)| t.pinned).collect();
-    let profiles: Vec<Vec<u8>> = turns.iter().map(|(_, p)| p.to_bytes()).collect();
+    // The profiles in one buffer, bound as slices of it: one allocation a chunk, not a turn.
+    let mut profile_bytes = Vec::new();
+    let mut bounds = vec![0];
+    for (_, profile) in turns {
+        profile.write_bytes(&mut profile_bytes);
+        bounds.push(profile_bytes.len());
+    }
+    let profiles: Vec<&[u8]> = (bounds.windows(2))
+        .map(|w| &profile_bytes[w[0]..w[1]])
+        .collect();
     let external_ids: Vec<Option<&str>> = turns
         .iter()
         .map(|(t, _)| t.external_id.as_deref())
