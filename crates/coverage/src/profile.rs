@@ -104,7 +104,6 @@ impl TermProfile {
 
     /// Appends the stored form to `out`: a batch's profiles can share one buffer.
     pub fn write_bytes(&self, out: &mut Vec<u8>) {
-        out.reserve(2 + self.candidates.len() * 8 + self.text.len() + self.terms.len() * 4);
         out.push(VERSION);
         out.push(self.candidates.len() as u8);
         for c in self.candidates() {
@@ -275,6 +274,24 @@ mod tests {
             (10, false),
         ] {
             assert_eq!(read.contains(TermKey(key)), held, "{key}");
+        }
+    }
+
+    #[test]
+    fn terms_are_kept_sorted_once_each_with_every_candidate_in_whatever_order_they_arrive() {
+        let keys = |ks: &[u32]| ks.iter().map(|&k| TermKey(k)).collect::<Vec<_>>();
+        for (candidate, terms, expected) in [
+            (None, vec![1, 2, 3], vec![1, 2, 3]),
+            (None, vec![3, 2, 1], vec![1, 2, 3]),
+            (None, vec![5, 5], vec![5]),
+            (None, vec![1, 1, 2], vec![1, 2]),
+            (Some(4), vec![1, 2, 3], vec![1, 2, 3, 4]),
+            (Some(2), vec![1, 2, 3], vec![1, 2, 3]),
+            (Some(0), vec![], vec![0]),
+        ] {
+            let candidates = candidate.map(|k| ("ZFA04Y", TermKey(k)));
+            let profile = TermProfile::new(candidates, keys(&terms));
+            assert_eq!(profile.terms(), keys(&expected), "{candidate:?} {terms:?}");
         }
     }
 
