@@ -428,9 +428,8 @@ static INSERT_CHUNK_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(
              anchors_given, pinned, profile, external_id) \
            SELECT $1, $2, u.* FROM UNNEST($3::int8[], $4::text[], $5::bytea[], $6::int8[], $7::jsonb[], \
              $8::bool[], $9::bool[], $10::bytea[], $11::text[]) \
-             AS u(id, role, content, tokens, anchors, given, pinned, profile, external_id)) \
-         INSERT INTO search_blocks (tenant, conversation, first_turn, keys, masks, roles, tokens) {}",
-        super::search::blocks_select(12)
+             AS u(id, role, content, tokens, anchors, given, pinned, profile, external_id)) {}",
+        super::search::insert_blocks_sql(12)
     )
 });
 
