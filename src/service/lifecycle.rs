@@ -14,7 +14,7 @@ use crate::transfer::{
     self, Checked, CheckpointLine, Header, ImportError, Importer, Line, TurnLine,
 };
 use chrono::{DateTime, Utc};
-use foldhash::{HashMap, HashSet};
+use foldhash::HashMap;
 
 /// Turns and checkpoints read (and written, on import) per round trip.
 const TURNS_PER_PAGE: u32 = 500;
@@ -164,7 +164,6 @@ impl<S: Store> Service<S> {
         if locked.next_id != 0 {
             return Err(Error::ImportOverExisting(conversation.clone()));
         }
-        let mut counted: HashSet<TermKey> = HashSet::default();
         let mut times = Vec::with_capacity(turns.len());
         let mut next_id = 0;
         for chunk in turns.chunks(TURNS_PER_PAGE as usize) {
@@ -178,12 +177,14 @@ impl<S: Store> Service<S> {
                 next_id = turn.id + 1;
                 new.push((logged(turn), profile.clone()));
             }
-            let seen: HashMap<TermKey, u32> = added
-                .keys()
-                .filter(|k| counted.contains(*k))
-                .map(|&k| (k, 0))
-                .collect();
-            counted.extend(added.keys().copied());
+            // As an append does: the counts its keys have so far (the earlier chunks'), read
+            // under the lock before they are added to.
+            let keys: Vec<TermKey> = added.keys().copied().collect();
+            let seen = if keys.is_empty() {
+                HashMap::default()
+            } else {
+                tx.term_counts(tenant, conversation, &keys).await?
+            };
             let batch = Appended {
                 new,
                 replayed: Vec::new(),

@@ -249,7 +249,9 @@ pub trait WriteTx: Send {
         keys: &[TermKey],
     ) -> impl Future<Output = Result<HashMap<TermKey, u32>>> + Send;
     /// Inserts the batch's new turns with their profiles, adds their candidate counts and moves
-    /// the conversation's next id and token total.
+    /// the conversation's next id and token total. The counts' keys must have been read with
+    /// [`WriteTx::term_counts`] in this transaction since its last `insert_turns` (Postgres
+    /// merges into the rows that read, and refuses keys it did not read).
     fn insert_turns(
         &mut self,
         tenant: &TenantId,

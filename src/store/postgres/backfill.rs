@@ -90,11 +90,6 @@ async fn backfill_conversation(
         .execute(&mut **tx)
         .await?;
     }
-    sqlx::query("DELETE FROM term_counts WHERE tenant = $1 AND conversation = $2")
-        .bind(tenant)
-        .bind(conversation)
-        .execute(&mut **tx)
-        .await?;
-    super::term_buckets::add(tx, tenant, conversation, &backfill.counts()).await?;
+    super::term_buckets::rebuild(tx, tenant, conversation, &backfill.counts()).await?;
     Ok(profiled)
 }

@@ -91,7 +91,7 @@ impl Store for PgStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "begin"))]
     async fn begin(&self) -> Result<PgTx> {
-        Ok(PgTx(self.primary.begin().await?))
+        Ok(PgTx(self.primary.begin().await?, Default::default()))
     }
 
     async fn backfill_profiles(&self) -> Result<u64> {

@@ -61,33 +61,74 @@ fn merged(counts: &[u8], added: &[(u32, u32)]) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// The stored counts of `keys` (keys the conversation never counted are absent).
+/// The rows a transaction has read under its conversation's lock, by bucket (empty for a bucket
+/// that has none yet), so that its append merges into them without reading them again. One
+/// transaction reads and adds for one conversation only: the append's.
+pub(super) type HeldRows = HashMap<i16, Vec<u8>>;
+
+/// The stored counts of `keys` (keys the conversation never counted are absent); the rows they
+/// were read from are kept in `held`.
 pub(super) async fn read(
     conn: &mut PgConnection,
+    held: &mut HeldRows,
     tenant: &str,
     conversation: &str,
     keys: &[TermKey],
 ) -> Result<HashMap<TermKey, u32>> {
     let wanted: HashSet<u32> = keys.iter().map(|k| k.0).collect();
+    let buckets = buckets_of(keys.iter().copied());
     let mut counts = HashMap::default();
-    for (_, row) in rows(conn, tenant, conversation, keys.iter().copied()).await? {
-        for (key, count) in entries(&row)? {
+    let stored = rows(conn, tenant, conversation, &buckets).await?;
+    for (_, row) in &stored {
+        for (key, count) in entries(row)? {
             if wanted.contains(&key) {
                 counts.insert(TermKey(key), count);
             }
         }
     }
+    held.extend(buckets.into_iter().map(|b| (b, Vec::new())));
+    held.extend(stored);
     Ok(counts)
 }
 
-/// Adds `added` to the conversation's counts: each row its keys fall in read, merged and
-/// written back, in one statement for all of them.
-pub(super) async fn add(
+/// Replaces the conversation's counts with `counts` (the backfill's, rebuilt from its log).
+pub(super) async fn rebuild(
     conn: &mut PgConnection,
     tenant: &str,
     conversation: &str,
-    added: &CountsAdded,
+    counts: &CountsAdded,
 ) -> Result<()> {
+    sqlx::query("DELETE FROM term_counts WHERE tenant = $1 AND conversation = $2")
+        .bind(tenant)
+        .bind(conversation)
+        .execute(&mut *conn)
+        .await?;
+    let none_left = (0..BUCKETS as i16).map(|b| (b, Vec::new())).collect();
+    let (buckets, rows) = counted(none_left, counts)?;
+    sqlx::query(&format!("{} SELECT 1", upsert_sql(3)))
+        .bind(tenant)
+        .bind(conversation)
+        .bind(buckets)
+        .bind(rows)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// `WITH counted AS (…)`: the statement that writes the rows [`counted`] returns, bound as
+/// `$1` tenant, `$2` conversation, `$n` buckets and `$n+1` rows; a statement follows it.
+pub(super) fn upsert_sql(n: usize) -> String {
+    format!(
+        "WITH counted AS (INSERT INTO term_counts (tenant, conversation, bucket, counts) \
+           SELECT $1, $2, u.bucket, u.counts FROM UNNEST(${n}::int2[], ${}::bytea[]) AS u(bucket, counts) \
+           ON CONFLICT (tenant, conversation, bucket) DO UPDATE SET counts = EXCLUDED.counts)",
+        n + 1
+    )
+}
+
+/// The rows `added` falls in with it merged in, by bucket, from the rows the transaction
+/// holds. A bucket it does not hold is an error: writing it would erase the counts in it.
+pub(super) fn counted(mut held: HeldRows, added: &CountsAdded) -> Result<(Vec<i16>, Vec<Vec<u8>>)> {
     let mut by_bucket: HashMap<i16, Vec<(u32, u32)>> = HashMap::default();
     for &(key, count) in added.raised.iter().chain(&added.started) {
         by_bucket
@@ -95,46 +136,36 @@ pub(super) async fn add(
             .or_default()
             .push((key.0, count));
     }
-    if by_bucket.is_empty() {
-        return Ok(());
-    }
-    let touched = by_bucket.values().flatten().map(|&(k, _)| TermKey(k));
-    let mut stored: HashMap<i16, Vec<u8>> = rows(conn, tenant, conversation, touched)
-        .await?
-        .into_iter()
-        .collect();
     let mut buckets = Vec::with_capacity(by_bucket.len());
-    let mut rows_out = Vec::with_capacity(by_bucket.len());
+    let mut counts = Vec::with_capacity(by_bucket.len());
     for (bucket, mut keys) in by_bucket {
+        let row = held.remove(&bucket).ok_or_else(|| {
+            Error::invariant(format!(
+                "counts added to bucket {bucket}, which was not read"
+            ))
+        })?;
         keys.sort_unstable();
-        let row = stored.remove(&bucket).unwrap_or_default();
-        rows_out.push(merged(&row, &keys)?);
+        counts.push(merged(&row, &keys)?);
         buckets.push(bucket);
     }
-    sqlx::query(
-        "INSERT INTO term_counts (tenant, conversation, bucket, counts) \
-         SELECT $1, $2, u.bucket, u.counts FROM UNNEST($3::int2[], $4::bytea[]) AS u(bucket, counts) \
-         ON CONFLICT (tenant, conversation, bucket) DO UPDATE SET counts = EXCLUDED.counts",
-    )
-    .bind(tenant)
-    .bind(conversation)
-    .bind(buckets)
-    .bind(rows_out)
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
+    Ok((buckets, counts))
 }
 
-/// The stored rows of the buckets `keys` fall in.
+/// The buckets `keys` fall in, each once.
+fn buckets_of(keys: impl Iterator<Item = TermKey>) -> Vec<i16> {
+    let mut buckets: Vec<i16> = keys.map(bucket_of).collect();
+    buckets.sort_unstable();
+    buckets.dedup();
+    buckets
+}
+
+/// The stored rows of `buckets` (a bucket without counts has none).
 async fn rows(
     conn: &mut PgConnection,
     tenant: &str,
     conversation: &str,
-    keys: impl Iterator<Item = TermKey>,
+    buckets: &[i16],
 ) -> Result<Vec<(i16, Vec<u8>)>> {
-    let mut buckets: Vec<i16> = keys.map(bucket_of).collect();
-    buckets.sort_unstable();
-    buckets.dedup();
     Ok(sqlx::query_as(
         "SELECT bucket, counts FROM term_counts \
          WHERE tenant = $1 AND conversation = $2 AND bucket = ANY($3::int2[])",
@@ -189,6 +220,49 @@ mod tests {
         // int4send(term) || int4send(turns), as migration 0011 wrote the rows it converted.
         let row = [0x80, 0, 0, 1, 0, 0, 0, 3];
         assert_eq!(unpacked(&row), [(0x8000_0001, 3)]);
+    }
+
+    fn added(raised: &[(u32, u32)], started: &[(u32, u32)]) -> CountsAdded {
+        let keyed = |pairs: &[(u32, u32)]| pairs.iter().map(|&(k, c)| (TermKey(k), c)).collect();
+        CountsAdded {
+            raised: keyed(raised),
+            started: keyed(started),
+        }
+    }
+
+    #[test]
+    fn counts_added_merge_into_the_rows_read_under_the_lock_one_row_per_bucket() {
+        let high = 63 << 26;
+        let held = HeldRows::from_iter([
+            (0, packed(&[(5, 2)])),
+            (1, Vec::new()),
+            (63, packed(&[(high, 1)])),
+        ]);
+        let (buckets, rows) =
+            counted(held, &added(&[(5, 1), (high, 4)], &[(7, 1), (1 << 26, 1)])).unwrap();
+        let mut by_bucket: Vec<(i16, Vec<(u32, u32)>)> = buckets
+            .into_iter()
+            .zip(rows.iter().map(|r| unpacked(r)))
+            .collect();
+        by_bucket.sort();
+        assert_eq!(
+            by_bucket,
+            [
+                (0, vec![(5, 3), (7, 1)]),
+                (1, vec![(1 << 26, 1)]),
+                (63, vec![(high, 5)])
+            ]
+        );
+    }
+
+    #[test]
+    fn counts_added_to_a_bucket_that_was_not_read_are_an_error_not_an_erasure() {
+        let held = HeldRows::from_iter([(0, packed(&[(5, 2)]))]);
+        assert!(counted(held, &added(&[], &[(1 << 26, 1)])).is_err());
+        assert_eq!(
+            counted(HeldRows::default(), &added(&[], &[])).unwrap(),
+            (vec![], vec![])
+        );
     }
 
     #[test]

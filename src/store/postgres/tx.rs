@@ -15,8 +15,12 @@ use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use sqlx::{PgConnection, Postgres, Row, Transaction};
 
-/// A write transaction; dropped uncommitted, it rolls back.
-pub struct PgTx(pub(super) Transaction<'static, Postgres>);
+/// A write transaction; dropped uncommitted, it rolls back. It keeps the term count rows it read,
+/// for its append to merge into.
+pub struct PgTx(
+    pub(super) Transaction<'static, Postgres>,
+    pub(super) super::term_buckets::HeldRows,
+);
 
 impl WriteTx for PgTx {
     #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "lock_conversation"))]
@@ -49,17 +53,21 @@ impl WriteTx for PgTx {
         tenant: &TenantId,
         conversation: &ConversationId,
     ) -> Result<LockedConversation> {
-        // The row found by the insert can be erased before the lock is granted (the erasure
-        // held it); the insert then creates it afresh.
-        for _ in 0..3 {
+        // The lock first: most writes find the conversation, so they need one round trip, not
+        // an insert before it. The row an insert finds can be erased before the lock is granted
+        // (the erasure held it); the next insert then creates it afresh.
+        for inserts in 0.. {
+            if let Some(locked) = self.lock_conversation(tenant, conversation).await? {
+                return Ok(locked);
+            }
+            if inserts == 3 {
+                break;
+            }
             sqlx::query("INSERT INTO conversations (tenant, conversation) VALUES ($1, $2) ON CONFLICT DO NOTHING")
                 .bind(tenant.as_str())
                 .bind(conversation.as_str())
                 .execute(&mut *self.0)
                 .await?;
-            if let Some(locked) = self.lock_conversation(tenant, conversation).await? {
-                return Ok(locked);
-            }
         }
         Err(Error::invariant(
             "the conversation was erased three times while this write waited for it",
@@ -135,7 +143,7 @@ impl WriteTx for PgTx {
         keys: &[TermKey],
     ) -> Result<HashMap<TermKey, u32>> {
         let (tenant, conversation) = (tenant.as_str(), conversation.as_str());
-        super::term_buckets::read(&mut self.0, tenant, conversation, keys).await
+        super::term_buckets::read(&mut self.0, &mut self.1, tenant, conversation, keys).await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(db.system = "postgresql", db.operation.name = "insert_turns"))]
@@ -148,24 +156,19 @@ impl WriteTx for PgTx {
         for chunk in in_chunks(&batch.new) {
             insert_chunk(&mut self.0, tenant, conversation, chunk).await?;
         }
-        super::term_buckets::add(
-            &mut self.0,
-            tenant.as_str(),
-            conversation.as_str(),
-            &batch.counts_added,
-        )
-        .await?;
+        // The counts and the conversation's row in one statement: a round trip fewer.
+        let (buckets, counts) =
+            super::term_buckets::counted(std::mem::take(&mut self.1), &batch.counts_added)?;
         let added: i64 = batch.new.iter().map(|(t, _)| i64::from(t.tokens)).sum();
-        sqlx::query(
-            "UPDATE conversations SET next_id = $3, total_tokens = total_tokens + $4, \
-               last_append_at = now() WHERE tenant = $1 AND conversation = $2",
-        )
-        .bind(tenant.as_str())
-        .bind(conversation.as_str())
-        .bind(batch.next_id)
-        .bind(added)
-        .execute(&mut *self.0)
-        .await?;
+        sqlx::query(&COUNTED_SQL)
+            .bind(tenant.as_str())
+            .bind(conversation.as_str())
+            .bind(buckets)
+            .bind(counts)
+            .bind(batch.next_id)
+            .bind(added)
+            .execute(&mut *self.0)
+            .await?;
         Ok(())
     }
 
@@ -420,6 +423,15 @@ fn in_chunks(
         Some(chunk)
     })
 }
+
+/// An append's term counts and its conversation's row, one statement.
+static COUNTED_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "{} UPDATE conversations SET next_id = $5, total_tokens = total_tokens + $6, \
+           last_append_at = now() WHERE tenant = $1 AND conversation = $2",
+        super::term_buckets::upsert_sql(3)
+    )
+});
 
 /// The turns of a chunk and their search blocks, one statement.
 static INSERT_CHUNK_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
