@@ -191,11 +191,16 @@ impl WriteTx for PgTx {
         checkpoint: &NewCheckpoint<'_>,
     ) -> Result<()> {
         let verdict = checkpoint.verdict;
+        // The checkpoint and its conversation's row in one statement: a round trip fewer.
         sqlx::query(
-            "INSERT INTO checkpoints (tenant, conversation, checkpoint_id, from_id, to_id, advanced_to, outcome, \
-               covered, uncovered, not_compacted, summary, summary_tokens, verdict, candidates_used, reasons) \
+            "WITH inserted AS (INSERT INTO checkpoints (tenant, conversation, checkpoint_id, from_id, to_id, \
+               advanced_to, outcome, covered, uncovered, not_compacted, summary, summary_tokens, verdict, \
+               candidates_used, reasons) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, \
-               $8::int8multirange, $9::int8multirange, $10::int8multirange, $11, $12, $13, $14, $15)",
+               $8::int8multirange, $9::int8multirange, $10::int8multirange, $11, $12, $13, $14, $15)) \
+             UPDATE conversations SET latest_checkpoint = $3, checkpoint_count = $3, \
+               rejected_from = NULL, rejected_streak = 0 \
+             WHERE tenant = $1 AND conversation = $2",
         )
         .bind(tenant.as_str())
         .bind(conversation.as_str())
@@ -212,16 +217,6 @@ impl WriteTx for PgTx {
         .bind(serde_json::to_vec(verdict).map_err(Error::invariant)?)
         .bind(encode_candidates_used(checkpoint.candidates_used))
         .bind(super::reasons::encode(verdict)?)
-        .execute(&mut *self.0)
-        .await?;
-        sqlx::query(
-            "UPDATE conversations SET latest_checkpoint = $3, checkpoint_count = $3, \
-               rejected_from = NULL, rejected_streak = 0 \
-             WHERE tenant = $1 AND conversation = $2",
-        )
-        .bind(tenant.as_str())
-        .bind(conversation.as_str())
-        .bind(checkpoint.checkpoint_id)
         .execute(&mut *self.0)
         .await?;
         Ok(())
