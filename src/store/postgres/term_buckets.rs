@@ -105,7 +105,7 @@ pub(super) async fn rebuild(
         .await?;
     let none_left = (0..BUCKETS as i16).map(|b| (b, Vec::new())).collect();
     let (buckets, rows) = counted(none_left, counts)?;
-    sqlx::query(&format!("{} SELECT 1", upsert_sql(3)))
+    sqlx::query(&format!("WITH {} SELECT 1", upsert_sql(3)))
         .bind(tenant)
         .bind(conversation)
         .bind(buckets)
@@ -115,11 +115,11 @@ pub(super) async fn rebuild(
     Ok(())
 }
 
-/// `WITH counted AS (…)`: the statement that writes the rows [`counted`] returns, bound as
-/// `$1` tenant, `$2` conversation, `$n` buckets and `$n+1` rows; a statement follows it.
+/// `counted AS (…)`, a common table expression writing the rows [`counted`] returns, bound as
+/// `$1` tenant, `$2` conversation, `$n` buckets and `$n+1` rows.
 pub(super) fn upsert_sql(n: usize) -> String {
     format!(
-        "WITH counted AS (INSERT INTO term_counts (tenant, conversation, bucket, counts) \
+        "counted AS (INSERT INTO term_counts (tenant, conversation, bucket, counts) \
            SELECT $1, $2, u.bucket, u.counts FROM UNNEST(${n}::int2[], ${}::bytea[]) AS u(bucket, counts) \
            ON CONFLICT (tenant, conversation, bucket) DO UPDATE SET counts = EXCLUDED.counts)",
         n + 1

@@ -153,22 +153,22 @@ impl WriteTx for PgTx {
         conversation: &ConversationId,
         batch: &Appended,
     ) -> Result<()> {
-        for chunk in in_chunks(&batch.new) {
-            insert_chunk(&mut self.0, tenant, conversation, chunk).await?;
-        }
-        // The counts and the conversation's row in one statement: a round trip fewer.
         let (buckets, counts) =
             super::term_buckets::counted(std::mem::take(&mut self.1), &batch.counts_added)?;
-        let added: i64 = batch.new.iter().map(|(t, _)| i64::from(t.tokens)).sum();
-        sqlx::query(&COUNTED_SQL)
-            .bind(tenant.as_str())
-            .bind(conversation.as_str())
-            .bind(buckets)
-            .bind(counts)
-            .bind(batch.next_id)
-            .bind(added)
-            .execute(&mut *self.0)
-            .await?;
+        let finish = Finish {
+            buckets,
+            counts,
+            next_id: batch.next_id,
+            tokens_added: batch.new.iter().map(|(t, _)| i64::from(t.tokens)).sum(),
+        };
+        let chunks: Vec<_> = in_chunks(&batch.new).collect();
+        let Some((last, first)) = chunks.split_last() else {
+            return Ok(());
+        };
+        for chunk in first {
+            insert_chunk(&mut self.0, tenant, conversation, chunk, None).await?;
+        }
+        insert_chunk(&mut self.0, tenant, conversation, last, Some(finish)).await?;
         Ok(())
     }
 
@@ -419,32 +419,43 @@ fn in_chunks(
     })
 }
 
-/// An append's term counts and its conversation's row, one statement.
-static COUNTED_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+/// The turns of a chunk and their search blocks, one statement.
+static INSERT_CHUNK_SQL: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("{LOGGED} {}", super::search::insert_blocks_sql(12)));
+
+/// An append's last chunk: its turns and blocks, the append's term counts and the conversation's
+/// row, one statement (a round trip fewer than writing the counts apart).
+static LAST_CHUNK_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
-        "{} UPDATE conversations SET next_id = $5, total_tokens = total_tokens + $6, \
+        "{LOGGED}, indexed AS ({}), {} \
+         UPDATE conversations SET next_id = $23, total_tokens = total_tokens + $24, \
            last_append_at = now() WHERE tenant = $1 AND conversation = $2",
-        super::term_buckets::upsert_sql(3)
+        super::search::insert_blocks_sql(12),
+        super::term_buckets::upsert_sql(21)
     )
 });
 
-/// The turns of a chunk and their search blocks, one statement.
-static INSERT_CHUNK_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    format!(
-        "WITH logged AS (INSERT INTO turns (tenant, conversation, id, role, content, tokens, anchors, \
-             anchors_given, pinned, profile, external_id) \
-           SELECT $1, $2, u.* FROM UNNEST($3::int8[], $4::text[], $5::bytea[], $6::int8[], $7::jsonb[], \
-             $8::bool[], $9::bool[], $10::bytea[], $11::text[]) \
-             AS u(id, role, content, tokens, anchors, given, pinned, profile, external_id)) {}",
-        super::search::insert_blocks_sql(12)
-    )
-});
+/// The turns of a chunk, `$3`…`$11` their columns.
+const LOGGED: &str = "WITH logged AS (INSERT INTO turns (tenant, conversation, id, role, content, tokens, \
+     anchors, anchors_given, pinned, profile, external_id) \
+   SELECT $1, $2, u.* FROM UNNEST($3::int8[], $4::text[], $5::bytea[], $6::int8[], $7::jsonb[], \
+     $8::bool[], $9::bool[], $10::bytea[], $11::text[]) \
+     AS u(id, role, content, tokens, anchors, given, pinned, profile, external_id))";
+
+/// What the last chunk of an append writes besides its turns.
+struct Finish {
+    buckets: Vec<i16>,
+    counts: Vec<Vec<u8>>,
+    next_id: i64,
+    tokens_added: i64,
+}
 
 async fn insert_chunk(
     conn: &mut PgConnection,
     tenant: &TenantId,
     conversation: &ConversationId,
     turns: &[(LoggedTurn, TermProfile)],
+    finish: Option<Finish>,
 ) -> Result<()> {
     // One statement over UNNEST: a round trip per chunk, not per turn, writing the turns and
     // their search index blocks.
@@ -474,7 +485,12 @@ async fn insert_chunk(
         conversation.as_str(),
         turns.iter().map(|(t, p)| (t.id, t.role, t.tokens, p)),
     );
-    let query = sqlx::query(&INSERT_CHUNK_SQL)
+    let sql: &str = if finish.is_some() {
+        &LAST_CHUNK_SQL
+    } else {
+        &INSERT_CHUNK_SQL
+    };
+    let query = sqlx::query(sql)
         .bind(tenant.as_str())
         .bind(conversation.as_str())
         .bind(ids)
@@ -486,9 +502,15 @@ async fn insert_chunk(
         .bind(pinned)
         .bind(profiles)
         .bind(external_ids);
-    super::search::bind_blocks(query, blocks)
-        .execute(conn)
-        .await?;
+    let mut query = super::search::bind_blocks(query, blocks);
+    if let Some(f) = finish {
+        query = query
+            .bind(f.buckets)
+            .bind(f.counts)
+            .bind(f.next_id)
+            .bind(f.tokens_added);
+    }
+    query.execute(conn).await?;
     Ok(())
 }
 
