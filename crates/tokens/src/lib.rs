@@ -212,7 +212,12 @@ impl Encoder {
         }
         let is_cut = |at: usize| bytes[at] == b' ' && bytes[at - 1].is_ascii_graphic();
         let (mut count, mut start) = (0, 0);
-        while let Some(first) = bytes[start..].iter().position(|b| !b.is_ascii()) {
+        // Each pass ends past a byte that is not ASCII, so there are fewer passes than bytes;
+        // the bound turns a pass that does not move on into a panic, not a loop.
+        for _ in 0..=bytes.len() {
+            let Some(first) = bytes[start..].iter().position(|b| !b.is_ascii()) else {
+                return count + self.count_ascii(&bytes[start..]);
+            };
             let first = start + first;
             let from = (start + 1..first)
                 .rev()
@@ -224,7 +229,7 @@ impl Encoder {
             count += self.count_ascii(&bytes[start..from]) + self.count_by_regex(&text[from..to]);
             start = to;
         }
-        count + self.count_ascii(&bytes[start..])
+        unreachable!("a pass of the count did not move past a byte that is not ASCII")
     }
 
     fn count_ascii(&self, text: &[u8]) -> usize {
