@@ -9,6 +9,8 @@
 #                every round's conversations are appended first, then VACUUM ANALYZE, so the
 #                proposals do not share the machine with autovacuum or the appends
 #       append   60 × 2,000 turns without client token counts a round (turns/s)
+#       append-given  the same with the client's token counts and anchors (load.sh's appends
+#                with client counts)
 #       one      single-turn appends over 1,000 conversations, wrk -c64 for 20 s a round
 #                (requests/s; load.sh's single-turn ceiling)
 #       checkpoints  persisted 100-turn checkpoints, 4 clients over 60 fresh 2,000-turn
@@ -21,7 +23,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-MODE=${1:?usage: bench/ab.sh dry|compact|append|one|checkpoints BIN_A BIN_B [ROUNDS]}
+MODE=${1:?usage: bench/ab.sh dry|compact|append|append-given|one|checkpoints BIN_A BIN_B [ROUNDS]}
 BINS=("${2:?BIN_A}" "${3:?BIN_B}")
 ROUNDS=${4:-5}
 PGHOST=${PGHOST:-127.0.0.1} PGPORT=${PGPORT:-5432} PGUSER=${PGUSER:-postgres}
@@ -79,13 +81,13 @@ case $MODE in
              gk "$i" $x append --label w$r --prefix r$r --convs 60 --turns 2000; done; done
            for x in a b; do pg -d gk_ab_$x -c "VACUUM ANALYZE"; done
            pg -c CHECKPOINT ;;
-  append) for i in 0 1; do x=${SIDES[$i]}
+  append|append-given) for i in 0 1; do x=${SIDES[$i]}
             gk "$i" $x append --label w --prefix w --convs 10 --turns 2000 --no-tokens; done ;;   # warm-up
   one) command -v wrk >/dev/null || { echo "one needs wrk (apt-get install wrk)" >&2; exit 2; }
        for i in 0 1; do x=${SIDES[$i]}
          gk "$i" $x onerequests --prefix one --convs 1000 --out "$STATE/$x/one.tsv"
          one_wrk "$i" $x 3; done ;;   # warm-up
-  *) echo "unknown mode $MODE: dry, compact, append, one or checkpoints" >&2; exit 2 ;;
+  *) echo "unknown mode $MODE: dry, compact, append, append-given, one or checkpoints" >&2; exit 2 ;;
 esac
 
 echo "$MODE: A = ${BINS[0]}, B = ${BINS[1]}, $ROUNDS rounds"
@@ -101,6 +103,8 @@ for r in $(seq "$ROUNDS"); do
                figure="p50 $(result $x c${r}_p50_ms) ms"; per=60 unit=request ;;
       append) gk "$i" $x append --label n$r --prefix n$r --convs 60 --turns 2000 --no-tokens
               figure="$(result $x n${r}_turns_per_s 0) turns/s"; per=120000 unit=turn ;;
+      append-given) gk "$i" $x append --label g$r --prefix g$r --convs 60 --turns 2000
+                    figure="$(result $x g${r}_turns_per_s 0) turns/s"; per=120000 unit=turn ;;
       one) one_wrk "$i" $x 20
            [[ $(wrk_figure $x errors) == 0 ]] || { echo "wrk saw errors on $x" >&2; cat "$STATE/$x/wrk.txt" >&2; exit 1; }
            figure="$(wrk_figure $x rps) requests/s"; per=$(wrk_figure $x requests) unit=request ;;
