@@ -45,7 +45,7 @@ mod json;
 /// Ranking candidates by rarity within the conversation (rule 2b).
 mod rarity;
 /// The built-in English stop-word list.
-mod stop_words;
+pub(crate) mod stop_words;
 /// Splitting text into tokens trimmed to alphanumeric ends.
 mod tokens;
 

@@ -15,6 +15,11 @@ pub fn is_stop_word(word: &str) -> bool {
     }
 }
 
+/// [`is_stop_word`] of ASCII bytes.
+pub(crate) fn is_ascii_stop_word(word: &[u8]) -> bool {
+    stop_words().contains(word)
+}
+
 /// The list as an open-addressing table of its words, placed by a hash of a word's length and
 /// first, second and last bytes: this runs for every word of every turn appended. A hash set
 /// of strings was a quarter of the cost of a turn's term keys, and a table of words packed into

@@ -2,7 +2,7 @@
 //! ends, with a note of whether each starts a sentence.
 
 /// Punctuation that may occur inside a token (paths, URLs, versions, emails, code symbols).
-pub(crate) fn is_inner(c: char) -> bool {
+pub(crate) const fn is_inner(c: char) -> bool {
     matches!(
         c,
         '_' | '.' | '/' | ':' | '-' | '@' | '\\' | '#' | '+' | '~' | '%' | '&' | '=' | '?'
