@@ -75,6 +75,37 @@ impl JsonBudget {
 }
 
 fn parse_body<T: DeserializeOwned>(bytes: &[u8], budget: usize) -> Result<ApiJson<T>, Error> {
+    // Most bodies are valid: they are parsed once without tracking the path (which allocates a
+    // string for every member it passes). Only a body that fails is parsed again, tracked, so
+    // that its error names the member; both passes accept exactly the same bodies.
+    match parse_untracked(bytes, budget) {
+        Some(parsed) => Ok(ApiJson(parsed)),
+        None => parse_tracked(bytes, budget),
+    }
+}
+
+/// [`parse_tracked`]'s checks without its paths: `None` wherever it fails.
+fn parse_untracked<T: DeserializeOwned>(bytes: &[u8], budget: usize) -> Option<T> {
+    use serde::de::DeserializeSeed;
+    let budget = std::cell::Cell::new(budget);
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let mut value = Strict { budget: &budget }.deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    if !value.is_object() || array_turn(&value).is_some() {
+        return None;
+    }
+    integral_floats_to_integers(&mut value);
+    T::deserialize(value).ok()
+}
+
+/// The first member of `turns` that is an array: serde would read it positionally into a turn.
+fn array_turn(body: &Value) -> Option<usize> {
+    body.get("turns")
+        .and_then(Value::as_array)
+        .and_then(|t| t.iter().position(Value::is_array))
+}
+
+fn parse_tracked<T: DeserializeOwned>(bytes: &[u8], budget: usize) -> Result<ApiJson<T>, Error> {
     // Syntax first (400), then shape (422): a body that is not JSON at all is a different
     // mistake from JSON with a wrong member.
     let mut value = parse_strict(bytes, budget)?;
@@ -85,11 +116,7 @@ fn parse_body<T: DeserializeOwned>(bytes: &[u8], budget: usize) -> Result<ApiJso
             serde_json::json!({ "field": "body" }),
         ));
     }
-    if let Some(i) = value
-        .get("turns")
-        .and_then(Value::as_array)
-        .and_then(|t| t.iter().position(Value::is_array))
-    {
+    if let Some(i) = array_turn(&value) {
         return Err(Error::unprocessable(
             format!("turns[{i}]: must be a JSON object"),
             serde_json::json!({ "field": format!("turns[{i}]") }),
@@ -281,5 +308,76 @@ impl<S: crate::store::Store> FromRequestParts<super::AppState<S>> for Reads<S> {
             flag.0.store(true, std::sync::atomic::Ordering::Release);
         }
         Ok(Reads(service))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::AppendTurnsRequest;
+
+    /// Bodies each check of [`parse_tracked`] refuses, and bodies it accepts.
+    const BODIES: &[(&str, bool)] = &[
+        (
+            r#"{"turns": [{"role": "user", "content": "My user id is mia_li_3668."}]}"#,
+            true,
+        ),
+        (
+            r#"{"turns": [{"role": "tool", "content": "{}", "tokens": 3.0, "id": 2.0}]}"#,
+            true,
+        ),
+        (r#"{"turns": [{"role": "user", "content": "x"}]"#, false),
+        (
+            r#"{"turns": [{"role": "user", "content": "x"}]} trailing"#,
+            false,
+        ),
+        (r#"[{"role": "user", "content": "x"}]"#, false),
+        (r#"{"turns": [["user", "x"]]}"#, false),
+        (
+            r#"{"turns": [{"role": "user", "content": "x", "content": "y"}]}"#,
+            false,
+        ),
+        (
+            r#"{"turns": [{"role": "user", "content": "x", "tokens": 2.5}]}"#,
+            false,
+        ),
+        (
+            r#"{"turns": [{"role": "narrator", "content": "x"}]}"#,
+            false,
+        ),
+        (
+            r#"{"turns": [{"role": "user", "content": "x", "colour": "red"}]}"#,
+            false,
+        ),
+    ];
+
+    #[test]
+    fn the_untracked_pass_accepts_exactly_the_bodies_the_tracked_pass_accepts() {
+        for &(body, valid) in BODIES {
+            let untracked = parse_untracked::<AppendTurnsRequest>(body.as_bytes(), 1_000);
+            let tracked = parse_tracked::<AppendTurnsRequest>(body.as_bytes(), 1_000);
+            assert_eq!(untracked.is_some(), valid, "{body}");
+            assert_eq!(tracked.is_ok(), valid, "{body}");
+        }
+    }
+
+    #[test]
+    fn a_body_over_the_value_budget_is_refused_by_both_passes() {
+        let body = BODIES[0].0.as_bytes();
+        // 5 values: the body, `turns`, the turn and its two members' values.
+        assert!(parse_untracked::<AppendTurnsRequest>(body, 5).is_some());
+        assert!(parse_untracked::<AppendTurnsRequest>(body, 4).is_none());
+        assert!(parse_tracked::<AppendTurnsRequest>(body, 4).is_err());
+    }
+
+    #[test]
+    fn a_refused_body_is_answered_with_the_tracked_passs_error_naming_the_member() {
+        let body = r#"{"turns": [{"role": "user", "content": "x"}, {"role": 7, "content": "y"}]}"#;
+        let Err(Error::Unprocessable { detail, .. }) =
+            parse_body::<AppendTurnsRequest>(body.as_bytes(), 1_000)
+        else {
+            panic!("a mistyped member is 422");
+        };
+        assert!(detail.starts_with("turns[1].role: "), "{detail}");
     }
 }
