@@ -166,46 +166,50 @@ const ASCII_CLASSES: [Class; 128] = {
     let mut classes = [Class::Breaking; 128];
     let mut b = 0;
     while b < 128 {
-        let c = b as u8 as char;
-        if c.is_ascii_alphanumeric() {
-            classes[b] = Class::Word;
-        } else if is_joining(c) {
-            classes[b] = Class::Joining;
-        }
+        classes[b] = ascii_class(b as u8 as char);
         b += 1;
     }
     classes
 };
 
+const fn ascii_class(c: char) -> Class {
+    if c.is_ascii_alphanumeric() {
+        Class::Word
+    } else if is_joining(c) {
+        Class::Joining
+    } else {
+        Class::Breaking
+    }
+}
+
 /// [`for_each_term`] of ASCII `text` with `compact`, keys only: a byte's class comes from a
 /// table, and a run of one word (most runs) is hashed and checked without a list of its words.
 /// A turn's keys are computed for every turn appended.
 fn ascii_term_keys(text: &str, keys: &mut Vec<TermKey>) {
-    let bytes = text.as_bytes();
-    let class = |i: usize| ASCII_CLASSES[usize::from(bytes[i] & 0x7f)];
     let mut words: Vec<Word> = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        match class(i) {
-            Class::Word => {
-                let start = i;
-                while i < bytes.len() && class(i) == Class::Word {
-                    i += 1;
-                }
-                words.push(Word {
-                    start,
-                    end: i,
-                    first_char: start,
-                    last_char: i - 1,
-                });
-            }
-            Class::Joining => i += 1,
-            Class::Breaking => {
-                ascii_run_keys(text, &words, keys);
-                words.clear();
-                i += 1;
-            }
+    let mut word_start = None;
+    let word = |start: usize, end: usize| Word {
+        start,
+        end,
+        first_char: start,
+        last_char: end - 1,
+    };
+    for (i, &b) in text.as_bytes().iter().enumerate() {
+        let class = ASCII_CLASSES[usize::from(b & 0x7f)];
+        if class == Class::Word {
+            word_start.get_or_insert(i);
+            continue;
         }
+        if let Some(start) = word_start.take() {
+            words.push(word(start, i));
+        }
+        if class == Class::Breaking {
+            ascii_run_keys(text, &words, keys);
+            words.clear();
+        }
+    }
+    if let Some(start) = word_start {
+        words.push(word(start, text.len()));
     }
     ascii_run_keys(text, &words, keys);
 }
