@@ -136,10 +136,11 @@ pub fn conversation_key(tenant: &str, conversation: &str) -> TermKey {
     ))
 }
 
-/// Every key a turn is indexed under: its conversation's, then its profile's terms.
-pub fn index_keys(tenant: &str, conversation: &str, terms: &[TermKey]) -> Vec<TermKey> {
+/// Every key a turn is indexed under: its conversation's ([`conversation_key`]), then its
+/// profile's terms.
+pub fn index_keys(conversation: TermKey, terms: &[TermKey]) -> Vec<TermKey> {
     let mut keys = Vec::with_capacity(terms.len() + 1);
-    keys.push(conversation_key(tenant, conversation));
+    keys.push(conversation);
     keys.extend_from_slice(terms);
     keys
 }

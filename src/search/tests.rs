@@ -101,7 +101,7 @@ fn a_turn_is_indexed_under_its_conversation_and_its_terms() {
     assert_ne!(conversation_key("a", "bc"), conversation_key("ab", "c"));
     let terms = parse_query("ZFA04Y refund").unwrap().terms;
     let raw: Vec<TermKey> = terms.iter().map(|t| t.key).collect();
-    let keys = index_keys("t", "c", &raw);
+    let keys = index_keys(conversation_key("t", "c"), &raw);
     assert_eq!(keys, vec![conversation_key("t", "c"), raw[0], raw[1]]);
     assert_eq!(Scope::Conversation("c").key("t"), Some(keys[0]));
     assert_eq!(

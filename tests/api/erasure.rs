@@ -45,7 +45,7 @@ pub(crate) async fn rows_of(store: &AnyStore, conversation: &str) -> Vec<(&'stat
                     .unwrap();
                 counts.push((table, n));
             }
-            let own = gatekeeper::search::index_keys("default", conversation, &[])[0];
+            let own = gatekeeper::search::conversation_key("default", conversation);
             let n: i64 =
                 sqlx::query_scalar("SELECT count(*) FROM turn_search WHERE turn_search MATCH ?1")
                     .bind(gatekeeper::search::key_token(own))

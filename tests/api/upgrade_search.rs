@@ -5,6 +5,7 @@
 use crate::support::*;
 use crate::test_db::{EmptyDb, backend};
 use gatekeeper::coverage::TermProfile;
+use gatekeeper::search::conversation_key;
 use gatekeeper::store::Backend;
 use gatekeeper_test_support::AnyStore;
 use reqwest::StatusCode;
@@ -53,11 +54,13 @@ async fn index_per_turn(pool: &PgPool) {
     }
     for (tenant, conversation, id, role, tokens, profile) in rows {
         let profile = TermProfile::from_bytes(&profile).unwrap();
-        let keys: Vec<i32> =
-            gatekeeper::search::index_keys(&tenant, &conversation, profile.terms())
-                .into_iter()
-                .map(|k| k.0 as i32)
-                .collect();
+        let keys: Vec<i32> = gatekeeper::search::index_keys(
+            conversation_key(&tenant, &conversation),
+            profile.terms(),
+        )
+        .into_iter()
+        .map(|k| k.0 as i32)
+        .collect();
         sqlx::query("INSERT INTO turn_search VALUES ($1, $2, $3, $4, $5, $6)")
             .bind(&tenant)
             .bind(&conversation)

@@ -118,8 +118,9 @@ pub(super) fn blocks<'a>(
     let mut out = Blocks::default();
     let mut run: Vec<(IndexedTurn<'a>, Vec<i32>)> = Vec::with_capacity(BLOCK_TURNS);
     let mut union: foldhash::HashSet<i32> = Default::default();
+    let conversation = search::conversation_key(tenant, conversation);
     for turn in turns {
-        let keys: Vec<i32> = (search::index_keys(tenant, conversation, turn.3.terms()).into_iter())
+        let keys: Vec<i32> = (search::index_keys(conversation, turn.3.terms()).into_iter())
             .map(stored)
             .collect();
         let follows = run.last().is_some_and(|(last, _)| last.0 + 1 == turn.0);

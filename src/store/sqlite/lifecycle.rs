@@ -68,7 +68,10 @@ pub(super) async fn erase(
         let profile: Option<Vec<u8>> = row.try_get(1)?;
         let profile = profile.ok_or_else(|| Error::invariant("an indexed turn has no profile"))?;
         let profile = TermProfile::from_bytes(&profile).map_err(Error::invariant)?;
-        let keys = search::index_keys(tenant.as_str(), conversation.as_str(), profile.terms());
+        let keys = search::index_keys(
+            search::conversation_key(tenant.as_str(), conversation.as_str()),
+            profile.terms(),
+        );
         sqlx::query("INSERT INTO turn_search (turn_search, rowid, keys) VALUES ('delete', ?1, ?2)")
             .bind(doc)
             .bind(search::key_document(&keys))

@@ -25,7 +25,10 @@ pub(super) async fn index_turn(
     .bind(i64::from(tokens))
     .fetch_one(&mut *conn)
     .await?;
-    let keys = search::index_keys(tenant, conversation, profile.terms());
+    let keys = search::index_keys(
+        search::conversation_key(tenant, conversation),
+        profile.terms(),
+    );
     sqlx::query("INSERT INTO turn_search (rowid, keys) VALUES (?1, ?2)")
         .bind(doc)
         .bind(search::key_document(&keys))
