@@ -215,17 +215,16 @@ fn ascii_term_keys(text: &str, keys: &mut Vec<TermKey>) {
 }
 
 fn ascii_run_keys(text: &str, words: &[Word], keys: &mut Vec<TermKey>) {
-    match words {
-        [] => {}
-        [word] => {
-            let term = &text.as_bytes()[word.start..word.end];
-            if (2..=MAX_KEY_CHARS).contains(&term.len()) && !stop_words::is_ascii_stop_word(term) {
-                let mut hash = Fnv::default();
-                hash.write(term);
-                keys.push(hash.key());
-            }
+    // A lone word is run_terms' case of one word, taken without its loops.
+    if let [word] = words {
+        let term = &text.as_bytes()[word.start..word.end];
+        if (2..=MAX_KEY_CHARS).contains(&term.len()) && !stop_words::is_ascii_stop_word(term) {
+            let mut hash = Fnv::default();
+            hash.write(term);
+            keys.push(hash.key());
         }
-        _ => run_terms(text, words, true, &mut |_, key| keys.push(key)),
+    } else {
+        run_terms(text, words, true, &mut |_, key| keys.push(key));
     }
 }
 
