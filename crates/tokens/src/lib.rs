@@ -346,6 +346,7 @@ mod tests {
         for encoder in [o200k, cl100k] {
             assert_eq!(encoder.vocabulary.rank(b"<|endoftext|>"), None);
             assert!(encoder.vocabulary.rank(b" hello").is_some());
+            encoder.vocabulary.assert_probes_are_short();
         }
     }
 }

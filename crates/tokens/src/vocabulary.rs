@@ -5,6 +5,10 @@
 //! compare them with tiktoken-rs on real and generated text. The ranks live in one table of
 //! concatenated token bytes and an open-addressing index, a few megabytes, instead of the
 //! hash maps of owned byte strings tiktoken-rs keeps (tens of megabytes with its decoder).
+//! Most lookups are of a few bytes (a pair, a short word), so tokens of up to [`PACKED`] bytes
+//! have a table of their own keyed by the bytes packed in a word: a lookup there is a multiply
+//! and a probe of one entry that holds the rank, with no hash of a slice and no comparison of
+//! bytes elsewhere in memory.
 
 use std::collections::BinaryHeap;
 use std::hash::BuildHasher;
@@ -18,12 +22,39 @@ const NONE: u32 = u32::MAX;
 /// threshold), so a long piece costs n log n rather than n².
 const SHORT_PIECE: usize = 100;
 
+/// Tokens of at most this many bytes are found by [`pack`]ed key: the bytes and their length
+/// fill a `u64`.
+const PACKED: usize = 7;
+
+/// `bytes` (at most [`PACKED`]) in the low bytes of a word and their length in the top one,
+/// so no two byte strings share a key and only the empty one is 0.
+fn pack(bytes: &[u8]) -> u64 {
+    let mut word = [0; 8];
+    word[..bytes.len()].copy_from_slice(bytes);
+    word[PACKED] = bytes.len() as u8;
+    u64::from_le_bytes(word)
+}
+
+/// A packed table entry: a token's key and rank; the empty entry is `(0, NONE)`, so a probe
+/// that reaches one answers NONE.
+#[derive(Clone, Copy)]
+struct Packed {
+    key: u64,
+    rank: u32,
+}
+
+const EMPTY: Packed = Packed { key: 0, rank: NONE };
+
 pub struct Vocabulary {
     /// Every token's bytes, in rank order.
     bytes: Vec<u8>,
     /// Where token `r` starts in `bytes`; `starts[r + 1]` is where it ends.
     starts: Vec<u32>,
-    /// Open addressing by the bytes' hash: `rank + 1`, or 0 for an empty slot.
+    /// Tokens of up to [`PACKED`] bytes, open addressing by the key's Fibonacci hash.
+    packed: Vec<Packed>,
+    /// How far a key's hash is shifted to index `packed`.
+    packed_shift: u32,
+    /// Longer tokens, open addressing by the bytes' hash: `rank + 1`, or 0 for an empty slot.
     slots: Vec<u32>,
     hasher: FixedState,
 }
@@ -39,20 +70,47 @@ impl Vocabulary {
         }
         starts.push(offset(bytes.len()));
         let count = starts.len() - 1;
+        let is_packed = |rank: usize| starts[rank + 1] - starts[rank] <= PACKED as u32;
+        let short = (0..count).filter(|&rank| is_packed(rank)).count();
+        // Half full or less, so a probe meets an empty entry soon; o200k's 132,360 short
+        // tokens fill 4 MiB (twice their count would round up to 8).
+        let packed_len = (short * 3 / 2).next_power_of_two().max(2);
         let mut vocabulary = Self {
+            packed: vec![EMPTY; packed_len],
+            packed_shift: 64 - packed_len.trailing_zeros(),
+            slots: vec![0; ((count - short) * 2).next_power_of_two().max(2)],
+            hasher: FixedState::with_seed(0x6761_7465_6b65_6570),
             bytes,
             starts,
-            slots: vec![0; (count * 2).next_power_of_two().max(2)],
-            hasher: FixedState::with_seed(0x6761_7465_6b65_6570),
         };
         for rank in 0..count {
-            let slot = vocabulary
-                .probe(vocabulary.token(rank))
-                .find(|&slot| vocabulary.slots[slot] == 0)
-                .unwrap_or_else(|| unreachable!("the table has twice the slots it fills"));
-            vocabulary.slots[slot] = offset(rank + 1);
+            let token = vocabulary.token(rank);
+            if token.len() <= PACKED {
+                let key = pack(token);
+                let slot = vocabulary
+                    .packed_probe(key)
+                    .find(|&slot| vocabulary.packed[slot].key == 0)
+                    .unwrap_or_else(|| unreachable!("the table has twice the entries it fills"));
+                vocabulary.packed[slot] = Packed {
+                    key,
+                    rank: offset(rank),
+                };
+            } else {
+                let slot = vocabulary
+                    .probe(token)
+                    .find(|&slot| vocabulary.slots[slot] == 0)
+                    .unwrap_or_else(|| unreachable!("the table has twice the slots it fills"));
+                vocabulary.slots[slot] = offset(rank + 1);
+            }
         }
         vocabulary
+    }
+
+    /// The entries where the token of `key` may be, in the order they are tried.
+    fn packed_probe(&self, key: u64) -> impl Iterator<Item = usize> {
+        let mask = self.packed.len() - 1;
+        let first = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.packed_shift) as usize;
+        (0..self.packed.len()).map(move |step| first.wrapping_add(step) & mask)
     }
 
     /// The slots where `bytes` may be, in the order they are tried: each at most once.
@@ -68,12 +126,49 @@ impl Vocabulary {
         self.starts.len() - 1
     }
 
+    /// Fails unless both tables place their tokens near their home slots: any hash finds
+    /// every token, so only the probes' length shows a hash that spreads them badly.
+    #[cfg(test)]
+    pub fn assert_probes_are_short(&self) {
+        let (mut packed, mut long) = (Vec::new(), Vec::new());
+        for rank in 0..self.len() {
+            let token = self.token(rank);
+            if token.len() <= PACKED {
+                let key = pack(token);
+                packed.push(
+                    self.packed_probe(key)
+                        .position(|slot| self.packed[slot].key == key),
+                );
+            } else {
+                let entry = offset(rank + 1);
+                long.push(self.probe(token).position(|slot| self.slots[slot] == entry));
+            }
+        }
+        // Half full or less: o200k's mean is about half a step beyond the home slot.
+        for (table, steps) in [("packed", packed), ("long", long)] {
+            let steps: Vec<usize> = steps.into_iter().map(Option::unwrap).collect();
+            let mean = steps.iter().sum::<usize>() as f64 / steps.len() as f64;
+            let max = steps.iter().max().copied().unwrap_or(0);
+            assert!(mean < 1.0 && max < 64, "{table}: mean {mean}, max {max}");
+        }
+    }
+
     fn token(&self, rank: usize) -> &[u8] {
         &self.bytes[self.starts[rank] as usize..self.starts[rank + 1] as usize]
     }
 
     /// The rank of the token that is exactly `bytes`.
     pub fn rank(&self, bytes: &[u8]) -> Option<u32> {
+        if bytes.len() <= PACKED {
+            let key = pack(bytes);
+            for slot in self.packed_probe(key) {
+                let entry = self.packed[slot];
+                if entry.key == key || entry.key == 0 {
+                    return (entry.rank != NONE).then_some(entry.rank);
+                }
+            }
+            unreachable!("the table has twice the entries it fills, so a probe meets an empty one")
+        }
         for slot in self.probe(bytes) {
             match self.slots[slot] {
                 0 => return None,
@@ -267,6 +362,29 @@ mod tests {
         assert_eq!(v.rank(b"abc"), Some(258));
         assert_eq!(v.rank(b"ca"), None);
         assert_eq!(v.rank(b""), None);
+    }
+
+    #[test]
+    fn tokens_on_either_side_of_the_packed_length_are_found_and_nothing_else_is() {
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        tokens.extend([&b"abcdefg"[..], b"abcdefgh", b"a\0", b"\0\0"].map(<[u8]>::to_vec));
+        let v = Vocabulary::new(&tokens);
+        assert_eq!(v.rank(b"abcdefg"), Some(256));
+        assert_eq!(v.rank(b"abcdefgh"), Some(257));
+        // Zero bytes are bytes: the length in the key tells "a" from "a\0".
+        assert_eq!(v.rank(b"a\0"), Some(258));
+        assert_eq!(v.rank(b"\0\0"), Some(259));
+        assert_eq!(v.rank(b"\0"), Some(0));
+        for absent in [
+            &b""[..],
+            b"a\0\0",
+            b"\0\0\0",
+            b"abcdef",
+            b"abcdefgx",
+            b"abcdefghi",
+        ] {
+            assert_eq!(v.rank(absent), None, "{absent:?}");
+        }
     }
 
     #[test]
