@@ -72,8 +72,8 @@ impl Vocabulary {
         let count = starts.len() - 1;
         let is_packed = |rank: usize| starts[rank + 1] - starts[rank] <= PACKED as u32;
         let short = (0..count).filter(|&rank| is_packed(rank)).count();
-        // Half full or less, so a probe meets an empty entry soon; o200k's 132,360 short
-        // tokens fill 4 MiB (twice their count would round up to 8).
+        // At most two-thirds full, so a probe meets an empty entry soon; o200k's 132,360 short
+        // tokens fill half of 4 MiB (twice their count would round up to 8).
         let packed_len = (short * 3 / 2).next_power_of_two().max(2);
         let mut vocabulary = Self {
             packed: vec![EMPTY; packed_len],
@@ -90,7 +90,7 @@ impl Vocabulary {
                 let slot = vocabulary
                     .packed_probe(key)
                     .find(|&slot| vocabulary.packed[slot].key == 0)
-                    .unwrap_or_else(|| unreachable!("the table has twice the entries it fills"));
+                    .unwrap_or_else(|| unreachable!("the table has more entries than it fills"));
                 vocabulary.packed[slot] = Packed {
                     key,
                     rank: offset(rank),
@@ -144,7 +144,7 @@ impl Vocabulary {
                 long.push(self.probe(token).position(|slot| self.slots[slot] == entry));
             }
         }
-        // Half full or less: o200k's mean is about half a step beyond the home slot.
+        // o200k's tables are about half full: the mean is about half a step past the home slot.
         for (table, steps) in [("packed", packed), ("long", long)] {
             let steps: Vec<usize> = steps.into_iter().map(Option::unwrap).collect();
             let mean = steps.iter().sum::<usize>() as f64 / steps.len() as f64;
@@ -167,7 +167,7 @@ impl Vocabulary {
                     return (entry.rank != NONE).then_some(entry.rank);
                 }
             }
-            unreachable!("the table has twice the entries it fills, so a probe meets an empty one")
+            unreachable!("the table has more entries than it fills, so a probe meets an empty one")
         }
         for slot in self.probe(bytes) {
             match self.slots[slot] {
