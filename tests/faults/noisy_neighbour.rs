@@ -17,6 +17,14 @@ const KEY_A: &str = "tenant-a-key-0123456789abcdef";
 const KEY_B: &str = "tenant-b-key-0123456789abcdef";
 const B_CLIENTS: usize = 4;
 const A_CLIENTS: usize = 8;
+/// The service answers 503 to a request that takes longer (`GATEKEEPER_REQUEST_TIMEOUT_SECS`).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// A's clients wait longer than the service's own bound, so the service's answer is what they
+/// see: a client that gave up at the same moment would race the service's 503 and call it no
+/// answer (CI's run of bc88cd9: one of A's requests waited 30 s behind A's others for its
+/// tenant's CPU slot).
+const A_CLIENT_TIMEOUT: Duration = Duration::from_secs(45);
+const _: () = assert!(A_CLIENT_TIMEOUT.as_secs() > REQUEST_TIMEOUT.as_secs());
 
 /// B's figures for one phase.
 #[derive(Default)]
@@ -85,14 +93,21 @@ async fn agent(http: Client, base: String, lane: usize, until: Instant, phase: A
     }
 }
 
-/// The worst requests of issue 13, in turn, from one of A's clients until `stop`; each answer's
-/// status is tallied (any 5xx but 503 is a violation).
+/// A's answers: how many of each status (any 5xx but 503 is a violation, and so is no answer)
+/// and the slowest.
+#[derive(Default)]
+struct Hostile {
+    statuses: BTreeMap<u16, u64>,
+    slowest: Duration,
+}
+
+/// The worst requests of issue 13, in turn, from one of A's clients until `stop`.
 async fn hostile(
     http: Client,
     base: String,
     lane: usize,
     stop: Arc<AtomicBool>,
-    statuses: Arc<Mutex<BTreeMap<u16, u64>>>,
+    answers: Arc<Mutex<Hostile>>,
 ) {
     let tiny_values = format!("{{\"turns\": [{}0]}}", "0,".repeat(900_000));
     let numbers = format!("[{}]", vec!["1e5"; 60_000].join(","));
@@ -135,8 +150,11 @@ async fn hostile(
             _ => http
                 .request(Method::from_bytes(format!("M{step}").as_bytes()).unwrap(), format!("{base}/healthz")),
         };
+        let sent = Instant::now();
         let status = request.send().await.map_or(0, |r| r.status().as_u16());
-        *statuses.lock().unwrap().entry(status).or_default() += 1;
+        let mut answers = answers.lock().unwrap();
+        *answers.statuses.entry(status).or_default() += 1;
+        answers.slowest = answers.slowest.max(sent.elapsed());
     }
 }
 
@@ -183,6 +201,10 @@ async fn a_noisy_tenant_leaves_another_its_answers_and_the_sidecar_its_memory() 
             ("GATEKEEPER_MAX_IN_FLIGHT", "16".into()),
             ("GATEKEEPER_MAX_IN_FLIGHT_PER_TENANT", "8".into()),
             ("GATEKEEPER_RECONSTRUCT_CACHE_MIB", "16".into()),
+            (
+                "GATEKEEPER_REQUEST_TIMEOUT_SECS",
+                REQUEST_TIMEOUT.as_secs().to_string(),
+            ),
         ],
     )
     .await;
@@ -203,11 +225,8 @@ async fn a_noisy_tenant_leaves_another_its_answers_and_the_sidecar_its_memory() 
 
     let quiet = run_b(&service.base, secs).await;
     let stop = Arc::new(AtomicBool::new(false));
-    let a_statuses = Arc::new(Mutex::new(BTreeMap::new()));
-    let http = Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap();
+    let a_answers = Arc::new(Mutex::new(Hostile::default()));
+    let http = Client::builder().timeout(A_CLIENT_TIMEOUT).build().unwrap();
     let noise: Vec<_> = (0..A_CLIENTS)
         .map(|lane| {
             tokio::spawn(hostile(
@@ -215,7 +234,7 @@ async fn a_noisy_tenant_leaves_another_its_answers_and_the_sidecar_its_memory() 
                 service.base.clone(),
                 lane,
                 stop.clone(),
-                a_statuses.clone(),
+                a_answers.clone(),
             ))
         })
         .collect();
@@ -227,13 +246,16 @@ async fn a_noisy_tenant_leaves_another_its_answers_and_the_sidecar_its_memory() 
     sampling.store(true, Ordering::Relaxed);
     sampler.await.unwrap();
 
-    let a_statuses = a_statuses.lock().unwrap().clone();
+    let (a_statuses, a_slowest) = {
+        let a = a_answers.lock().unwrap();
+        (a.statuses.clone(), a.slowest)
+    };
     let peak_kib = peak.load(Ordering::Relaxed);
     let count = |p: &Phase| p.statuses.values().sum::<u64>();
     eprintln!(
         "noisy-neighbour: B alone {} requests in {secs} s, p50 {:.1} ms, p99 {:.1} ms, statuses {}; \
          B beside A {} requests, p50 {:.1} ms, p99 {:.1} ms ({:.1}× alone), statuses {}; \
-         A (and no key) {} requests, statuses {}; service RSS peak {} MiB; {:.1} s",
+         A (and no key) {} requests, statuses {}, slowest {:.1} s; service RSS peak {} MiB; {:.1} s",
         thousands(count(&quiet)),
         quiet.percentile(0.5),
         quiet.percentile(0.99),
@@ -245,6 +267,7 @@ async fn a_noisy_tenant_leaves_another_its_answers_and_the_sidecar_its_memory() 
         tally(&noisy.statuses),
         thousands(a_statuses.values().sum()),
         tally(&a_statuses),
+        a_slowest.as_secs_f64(),
         mib(peak_kib),
         started.elapsed().as_secs_f64(),
     );
