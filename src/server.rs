@@ -76,9 +76,8 @@ pub async fn serve<S: Store>(
         let store = state.service.store().clone();
         let heartbeat = state.feed_heartbeat;
         AbortOnDrop(tokio::spawn(async move {
-            store
-                .follow_checkpoints(heartbeat, |event| cache.on_feed(event))
-                .await;
+            let follow = store.follow_checkpoints(heartbeat, |event| cache.on_feed(event));
+            tokio::join!(follow, cache.clone().forget_reported_erasures());
         }))
     });
     // Ready or not from the first request on; then kept by a probe, not by `/readyz` itself.

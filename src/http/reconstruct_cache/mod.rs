@@ -25,6 +25,8 @@ use crate::store::{FeedEvent, Head};
 use answers::Answers;
 use quick_cache::sync::Cache;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
 
 type ConversationKey = (TenantId, ConversationId);
 
@@ -44,6 +46,10 @@ pub struct ReconstructCache {
     /// Moves on every erasure: an answer read across one is not kept, so that nothing of an
     /// erased conversation stays in memory.
     erasures: AtomicU64,
+    /// Conversations the feed reported erased whose answers are still held, and the wake-up of
+    /// [`ReconstructCache::forget_reported_erasures`], which drops them.
+    reported_erased: Mutex<Vec<ConversationKey>>,
+    erasure_reported: Notify,
 }
 
 /// Taken before reading a latest checkpoint id from the database; see [`ReconstructCache::learn`].
@@ -59,6 +65,8 @@ impl ReconstructCache {
             feed_up: AtomicBool::new(false),
             moves: AtomicU64::new(0),
             erasures: AtomicU64::new(0),
+            reported_erased: Mutex::new(Vec::new()),
+            erasure_reported: Notify::new(),
         })
     }
 
@@ -157,6 +165,32 @@ impl ReconstructCache {
         self.answers.forget(conversations);
     }
 
+    /// An erasure made by another process: from now on no answer of the conversation is served
+    /// or kept (as [`Self::conversations_erased`]), and its answers are dropped by
+    /// [`Self::forget_reported_erasures`]. Dropping them here, one pass over the cache for each
+    /// report on the feed's task, kept a worker thread for 1.5–2 s after another process erased
+    /// 150 conversations at once (a full 64 MiB cache), and the requests queued on it waited.
+    fn erased_by_another_process(&self, conversation: ConversationKey) {
+        self.erasures.fetch_add(1, SeqCst);
+        self.moves.fetch_add(1, SeqCst);
+        self.latest.remove(&conversation);
+        self.reported_erased.lock().unwrap().push(conversation);
+        self.erasure_reported.notify_one();
+    }
+
+    /// Drops the answers of the conversations the feed reported erased, for as long as the feed
+    /// runs: those reported while a pass runs wait for the next, so a burst of reports costs a
+    /// pass or two over the cache, made on the blocking pool rather than on a worker thread.
+    pub async fn forget_reported_erasures(self: Arc<Self>) {
+        loop {
+            self.erasure_reported.notified().await;
+            let erased = std::mem::take(&mut *self.reported_erased.lock().unwrap());
+            let cache = self.clone();
+            // Only a panic in the pass fails it; the next report makes another.
+            let _ = tokio::task::spawn_blocking(move || cache.answers.forget(&erased)).await;
+        }
+    }
+
     /// Whether anything of the conversation is held in memory (for tests and operators: after
     /// an erasure, nothing may be).
     pub fn holds(&self, conversation: &ConversationKey) -> bool {
@@ -173,7 +207,7 @@ impl ReconstructCache {
                 if let (Ok(tenant), Ok(conversation)) =
                     (TenantId::parse(tenant), ConversationId::parse(conversation))
                 {
-                    self.conversations_erased(&[(tenant, conversation)]);
+                    self.erased_by_another_process((tenant, conversation));
                 }
             }
             FeedEvent::Checkpoint {
@@ -274,6 +308,63 @@ mod tests {
         });
         assert_eq!(cache.known_head(&conversation("c")), None);
         assert_eq!(cache.known_head(&conversation("d")), Some(head(Some(1))));
+    }
+
+    #[tokio::test]
+    async fn conversations_reported_erased_together_are_forgotten_together_off_the_feeds_task() {
+        let cache = Arc::new(cache_with_feed_up());
+        let names: Vec<String> = (0..100).map(|i| format!("e{i}")).collect();
+        for name in names.iter().map(String::as_str).chain(["kept"]) {
+            let started = cache.read_started();
+            cache.learn(&conversation(name), head(Some(1)), started);
+            let key = AnswerKey {
+                tenant: TenantId::single(),
+                conversation: ConversationId::parse(name).unwrap(),
+                incarnation: 7,
+                turn: 0,
+                latest_checkpoint: Some(1),
+            };
+            cache.keep(key, answer());
+        }
+        let tenant = TenantId::single();
+        for name in &names {
+            cache.on_feed(FeedEvent::Erased {
+                tenant: tenant.as_str(),
+                conversation: name,
+            });
+        }
+        // Untrusted at once, so never answered again; dropped later, all in one pass.
+        assert_eq!(cache.known_head(&conversation("e0")), None);
+        assert!(
+            cache.holds(&conversation("e0")),
+            "not dropped on the feed's task"
+        );
+        assert_eq!(cache.reported_erased.lock().unwrap().len(), names.len());
+        let forgetting = tokio::spawn(cache.clone().forget_reported_erasures());
+        for _ in 0..500 {
+            if names.iter().all(|name| !cache.holds(&conversation(name))) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        forgetting.abort();
+        for name in &names {
+            assert!(!cache.holds(&conversation(name)), "{name} is forgotten");
+        }
+        assert!(cache.holds(&conversation("kept")), "only the erased are");
+        assert!(cache.reported_erased.lock().unwrap().is_empty());
+    }
+
+    fn answer() -> ReconstructResponse {
+        ReconstructResponse {
+            turn: 0,
+            source: crate::api::Source::RawLog,
+            checkpoint_id: None,
+            text: "a raw turn".into(),
+            role: crate::coverage::Role::User,
+            reason: None,
+            evidence: vec![],
+        }
     }
 
     #[test]
