@@ -154,26 +154,29 @@ impl ReconstructCache {
         self.latest.remove(conversation);
     }
 
-    /// These conversations were erased (here, by retention, or reported by the feed): their
-    /// heads and every answer and summary of theirs are forgotten.
+    /// These conversations were erased here (by a request or by retention): their heads and
+    /// every answer and summary of theirs are forgotten.
     pub fn conversations_erased(&self, conversations: &[ConversationKey]) {
+        self.stop_answering(conversations);
+        self.answers.forget(conversations);
+    }
+
+    /// From now on no answer of these conversations is served (their heads are read again) or
+    /// kept (an answer read across an erasure is not).
+    fn stop_answering(&self, conversations: &[ConversationKey]) {
         self.erasures.fetch_add(1, SeqCst);
         self.moves.fetch_add(1, SeqCst);
         for conversation in conversations {
             self.latest.remove(conversation);
         }
-        self.answers.forget(conversations);
     }
 
-    /// An erasure made by another process: from now on no answer of the conversation is served
-    /// or kept (as [`Self::conversations_erased`]), and its answers are dropped by
-    /// [`Self::forget_reported_erasures`]. Dropping them here, one pass over the cache for each
+    /// An erasure made by another process: answered from memory no more at once, and its
+    /// answers dropped by [`Self::forget_reported_erasures`]. Dropping them here, one pass over the cache for each
     /// report on the feed's task, kept a worker thread for 1.5–2 s after another process erased
     /// 150 conversations at once (a full 64 MiB cache), and the requests queued on it waited.
     fn erased_by_another_process(&self, conversation: ConversationKey) {
-        self.erasures.fetch_add(1, SeqCst);
-        self.moves.fetch_add(1, SeqCst);
-        self.latest.remove(&conversation);
+        self.stop_answering(std::slice::from_ref(&conversation));
         self.reported_erased.lock().unwrap().push(conversation);
         self.erasure_reported.notify_one();
     }
@@ -185,6 +188,10 @@ impl ReconstructCache {
         loop {
             self.erasure_reported.notified().await;
             let erased = std::mem::take(&mut *self.reported_erased.lock().unwrap());
+            // A wake-up left by reports the last pass already took: no pass over the cache.
+            if erased.is_empty() {
+                continue;
+            }
             let cache = self.clone();
             // Only a panic in the pass fails it; the next report makes another.
             let _ = tokio::task::spawn_blocking(move || cache.answers.forget(&erased)).await;
