@@ -134,12 +134,13 @@ async fn keep_erasing_idle<S: Store>(state: AppState<S>) {
             .await
         {
             Ok(erased) => {
+                let full_batch = erased.len() >= RETENTION_BATCH as usize;
                 if let Some(cache) = &state.reconstruct_cache
                     && !erased.is_empty()
                 {
-                    cache.conversations_erased(&erased);
+                    cache.conversations_erased(erased).await;
                 }
-                if erased.len() >= RETENTION_BATCH as usize {
+                if full_batch {
                     continue;
                 }
             }

@@ -135,6 +135,32 @@ async fn without_retention_nothing_idle_is_erased() {
     assert!(exists(&app, "ancient").await);
 }
 
+#[tokio::test]
+async fn a_full_batch_is_followed_by_the_next_without_waiting_for_the_next_sweep() {
+    let app = spawn_app().await;
+    // One more than a batch (100), idle before the sweeper starts.
+    let names: Vec<String> = (0..=100).map(|i| format!("idle-{i}")).collect();
+    for name in &names {
+        expect(
+            app.append(name, json!(tau_turns(1))).await,
+            StatusCode::CREATED,
+        )
+        .await;
+        age(&app.store, "default", name, 3.0).await;
+    }
+    // Its first sweep runs as it starts; the next would come an hour later.
+    let sweeper = app
+        .another_process_with(ServeConfig {
+            retention_days: Some(1),
+            retention_sweep_secs: 3600,
+            ..Default::default()
+        })
+        .await;
+    for name in &names {
+        until_erased(&sweeper, name).await;
+    }
+}
+
 #[test]
 fn retention_is_off_only_when_no_rule_keeps_a_number_of_days() {
     use gatekeeper::service::Retention;

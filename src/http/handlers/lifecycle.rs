@@ -116,7 +116,9 @@ pub async fn erase<S: Store>(
         .erase(&tenant, &conversation, Erasure::Request)
         .await?;
     if let Some(cache) = &state.reconstruct_cache {
-        cache.conversations_erased(&[(tenant, conversation)]);
+        cache
+            .conversations_erased(vec![(tenant, conversation)])
+            .await;
     }
     Ok(StatusCode::NO_CONTENT)
 }
@@ -206,7 +208,9 @@ pub async fn import<S: Store>(
     if let Some(cache) = &state.reconstruct_cache {
         // An answer read before the import (a 404 is never kept) cannot be; this only drops
         // the head remembered as missing.
-        cache.conversations_erased(&[(tenant, conversation.clone())]);
+        cache
+            .conversations_erased(vec![(tenant, conversation.clone())])
+            .await;
     }
     let answer = ImportResponse {
         conversation: conversation.to_string(),

@@ -82,7 +82,12 @@ impl TestApp {
     /// A second service on the same database, with its own memory (caches, rate buckets), as
     /// a second process would have.
     pub async fn another_process(&self) -> TestApp {
-        let (base, cache) = serve_on_port_0(&self.store, &defaults()).await;
+        self.another_process_with(defaults()).await
+    }
+
+    /// [`Self::another_process`] with settings of its own.
+    pub async fn another_process_with(&self, config: ServeConfig) -> TestApp {
+        let (base, cache) = serve_on_port_0(&self.store, &config).await;
         TestApp {
             base,
             cache,
