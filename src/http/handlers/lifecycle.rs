@@ -206,11 +206,10 @@ pub async fn import<S: Store>(
     })?;
     let header = (state.service).import(&tenant, &conversation, body).await?;
     if let Some(cache) = &state.reconstruct_cache {
-        // An answer read before the import (a 404 is never kept) cannot be; this only drops
-        // the head remembered as missing.
-        cache
-            .conversations_erased(vec![(tenant, conversation.clone())])
-            .await;
+        // No answer of it can be held (a 404 is never kept, and its incarnation is new): only
+        // a head read while the import committed its checkpoints is forgotten, with no pass
+        // over the answers.
+        cache.checkpoint_committed(&(tenant, conversation.clone()));
     }
     let answer = ImportResponse {
         conversation: conversation.to_string(),
