@@ -77,6 +77,25 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+    // The same on a thread of its own each time, which starts with nothing remembered: words
+    // recur within the turns, but none is known from an earlier pass.
+    let counter = TokenCounter::new(Tokenizer::O200kBase);
+    group.bench_function("o200k_base/first_pass", |b| {
+        b.iter(|| {
+            std::thread::scope(|scope| {
+                scope
+                    .spawn(|| {
+                        let mut total = 0u64;
+                        for (text, _) in &turns {
+                            total += u64::from(counter.count(black_box(text)));
+                        }
+                        black_box(total)
+                    })
+                    .join()
+                    .expect("the counting thread")
+            })
+        })
+    });
     // The reference: tiktoken-rs counting the same turns, on this thread (its regex caches are
     // fastest on the first thread that uses them; the service counts on others).
     for (name, bpe) in [

@@ -5,13 +5,16 @@
 //! itself spent most of a count in its backtracking pre-tokenizer, and on every thread but the
 //! first it was slower still (its regex caches are shared); so ASCII text, nearly all of it, is
 //! cut into the same pieces by hand ([`pieces`]), and the pieces are merged by tiktoken's own
-//! algorithm over a compact table of the ranks ([`vocabulary`]). Text with other characters goes
-//! through tiktoken's regex. A [`TokenCounter`] is a tag and a `&'static` reference: building
+//! algorithm over a compact table of the ranks ([`vocabulary`]), each thread remembering the
+//! counts of the short pieces it saw last ([`memo`]). Text with other characters goes through
+//! tiktoken's regex. A [`TokenCounter`] is a tag and a `&'static` reference: building
 //! one after the first is free and cloning it copies two words.
 
+mod memo;
 mod pieces;
 mod vocabulary;
 
+use std::cell::RefCell;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::OnceLock;
@@ -19,6 +22,7 @@ use std::sync::OnceLock;
 use fancy_regex::Regex;
 use serde::{Deserialize, Serialize};
 
+use memo::Memo;
 use pieces::Pattern;
 use vocabulary::Vocabulary;
 
@@ -165,6 +169,8 @@ impl fmt::Debug for TokenCounter {
 /// A vocabulary with its pattern: the hand-written cut for ASCII text, tiktoken's regex for the
 /// rest.
 struct Encoder {
+    /// Tells this vocabulary's entries in the thread's [`Memo`] from the other's.
+    id: u8,
     pattern: Pattern,
     regex: Regex,
     vocabulary: Vocabulary,
@@ -194,6 +200,7 @@ impl Encoder {
         let vocabulary = Vocabulary::new((0..).map_while(|rank| core.decode_bytes(&[rank]).ok()));
         drop(core);
         Self {
+            id: tokenizer as u8,
             pattern,
             regex: Regex::new(regex).expect("tiktoken's pattern"),
             vocabulary,
@@ -206,9 +213,13 @@ impl Encoder {
     /// digit or symbol run on over a space, and none looks behind), so the text is cut there
     /// and each stretch counted alone.
     fn count(&self, text: &str) -> usize {
+        MEMO.with_borrow_mut(|memo| self.count_with(text, memo.get_or_insert_with(Memo::default)))
+    }
+
+    fn count_with(&self, text: &str, memo: &mut Memo) -> usize {
         let bytes = text.as_bytes();
         if text.is_ascii() {
-            return self.count_ascii(bytes);
+            return self.count_ascii(bytes, memo);
         }
         let is_cut = |at: usize| bytes[at] == b' ' && bytes[at - 1].is_ascii_graphic();
         let (mut count, mut start) = (0, 0);
@@ -216,7 +227,7 @@ impl Encoder {
         // the bound turns a pass that does not move on into a panic, not a loop.
         for _ in 0..=bytes.len() {
             let Some(first) = bytes[start..].iter().position(|b| !b.is_ascii()) else {
-                return count + self.count_ascii(&bytes[start..]);
+                return count + self.count_ascii(&bytes[start..], memo);
             };
             let first = start + first;
             let from = (start + 1..first)
@@ -226,23 +237,24 @@ impl Encoder {
             let to = (first..bytes.len())
                 .find(|&at| is_cut(at))
                 .unwrap_or(bytes.len());
-            count += self.count_ascii(&bytes[start..from]) + self.count_by_regex(&text[from..to]);
+            count += self.count_ascii(&bytes[start..from], memo)
+                + self.count_by_regex(&text[from..to], memo);
             start = to;
         }
         unreachable!("a pass of the count did not move past a byte that is not ASCII")
     }
 
-    fn count_ascii(&self, text: &[u8]) -> usize {
+    fn count_ascii(&self, text: &[u8], memo: &mut Memo) -> usize {
         pieces::pieces(self.pattern, text)
-            .map(|piece| self.vocabulary.count(piece))
+            .map(|piece| self.count_piece(piece, memo))
             .sum()
     }
 
-    fn count_by_regex(&self, text: &str) -> usize {
+    fn count_by_regex(&self, text: &str, memo: &mut Memo) -> usize {
         let mut count = 0;
         for piece in self.regex.find_iter(text) {
             match piece {
-                Ok(piece) => count += self.vocabulary.count(piece.as_str().as_bytes()),
+                Ok(piece) => count += self.count_piece(piece.as_str().as_bytes(), memo),
                 // The regex gave up (its backtracking limit), which text below
                 // MAX_WHITESPACE_RUN does not reach: count a token a byte, more than any
                 // encoding makes, so a summary never looks smaller than it is; tiktoken-rs
@@ -252,6 +264,21 @@ impl Encoder {
         }
         count
     }
+
+    /// A piece's count: remembered, or found whole or merged.
+    fn count_piece(&self, piece: &[u8], memo: &mut Memo) -> usize {
+        if piece.len() < 2 {
+            return piece.len(); // every byte is a token
+        }
+        memo.count(self.id, piece, |piece| {
+            (self.vocabulary.whole(piece)).unwrap_or_else(|| self.vocabulary.merged(piece))
+        })
+    }
+}
+
+thread_local! {
+    /// This thread's counts of the pieces it has seen (see [`memo`]).
+    static MEMO: RefCell<Option<Memo>> = const { RefCell::new(None) };
 }
 
 #[cfg(test)]
