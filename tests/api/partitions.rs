@@ -50,7 +50,8 @@ async fn keys(pool: &PgPool) -> Vec<(String, String, Vec<String>)> {
 /// What a layout must keep: the keys, checks, indexes and triggers of the tables themselves
 /// (not of their partitions), as the statements that would recreate them; and the storage of
 /// the tables that hold the rows (a plain table, or each partition, under its parent's name):
-/// their storage parameters and the columns stored otherwise than their type's default.
+/// their storage parameters, the columns stored otherwise than their type's default, and the
+/// columns compressed otherwise than the server's default.
 async fn schema(pool: &PgPool) -> Vec<String> {
     sqlx::query_scalar(
         "SELECT t.relname || ': ' || c.conname || ' ' || pg_get_constraintdef(c.oid)
@@ -78,6 +79,13 @@ async fn schema(pool: &PgPool) -> Vec<String> {
              LEFT JOIN pg_inherits p ON p.inhrelid = t.oid
              WHERE n.nspname = 'public' AND t.relkind = 'r' AND a.attnum > 0
                AND a.attstorage <> y.typstorage
+         UNION
+         SELECT coalesce(p.inhparent::regclass::text, t.relname) || '.' || a.attname || ' compression ' || a.attcompression::text
+             FROM pg_attribute a JOIN pg_class t ON t.oid = a.attrelid
+             JOIN pg_namespace n ON n.oid = t.relnamespace
+             LEFT JOIN pg_inherits p ON p.inhrelid = t.oid
+             WHERE n.nspname = 'public' AND t.relkind = 'r' AND a.attnum > 0
+               AND a.attcompression <> ''
          ORDER BY 1",
     )
     .fetch_all(pool)
@@ -198,6 +206,26 @@ async fn reads(app: &TestApp) -> Value {
     Value::Array(answers)
 }
 
+/// The columns an append or a checkpoint writes compressed, as the schema lists them: lz4,
+/// which this machine's Postgres has (migrations 0012 and 0013).
+const LZ4_COLUMNS: [&str; 15] = [
+    "checkpoints.candidates_used compression l",
+    "checkpoints.covered compression l",
+    "checkpoints.not_compacted compression l",
+    "checkpoints.reasons compression l",
+    "checkpoints.summary compression l",
+    "checkpoints.uncovered compression l",
+    "checkpoints.verdict compression l",
+    "search_blocks.keys compression l",
+    "search_blocks.masks compression l",
+    "search_blocks.roles compression l",
+    "search_blocks.tokens compression l",
+    "term_counts.counts compression l",
+    "turns.anchors compression l",
+    "turns.content compression l",
+    "turns.profile compression l",
+];
+
 #[tokio::test]
 async fn a_database_moved_between_partition_layouts_keeps_its_rows_keys_and_answers() {
     if backend() != Backend::Postgres {
@@ -211,7 +239,10 @@ async fn a_database_moved_between_partition_layouts_keeps_its_rows_keys_and_answ
         "search_blocks.masks storage m",
         "search_blocks.roles storage m",
         "search_blocks.tokens storage m",
-    ] {
+    ]
+    .into_iter()
+    .chain(LZ4_COLUMNS)
+    {
         assert!(
             plain_schema.iter().any(|s| s == kept),
             "{kept}: {plain_schema:#?}"
@@ -284,4 +315,41 @@ async fn a_database_moved_between_partition_layouts_keeps_its_rows_keys_and_answ
         expect(app.append("d", next).await, StatusCode::CREATED).await;
         answers = reads(&app).await;
     }
+}
+
+#[tokio::test]
+async fn partitions_made_before_migration_0013_are_given_lz4_with_their_tables() {
+    if backend() != Backend::Postgres {
+        return;
+    }
+    let empty = EmptyDb::new().await;
+    let url = empty.url.clone();
+    let partitioned = empty.connect_with(Some(2)).await;
+    let expected = schema(pool(&partitioned.store)).await;
+    // Back to before 0013 (and as 0012 left a database partitioned before it ran: its setting
+    // reached the partitioned table only): every column of every table and partition on the
+    // server's default.
+    for statement in [
+        "DELETE FROM _sqlx_migrations WHERE version = 13",
+        "DO $$ DECLARE c record; BEGIN
+             FOR c IN SELECT a.attrelid::regclass AS rel, a.attname FROM pg_attribute a
+                 JOIN pg_class t ON t.oid = a.attrelid JOIN pg_namespace n ON n.oid = t.relnamespace
+                 WHERE n.nspname = 'public' AND a.attcompression <> ''
+             LOOP
+                 EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET COMPRESSION default', c.rel, c.attname);
+             END LOOP;
+         END $$",
+    ] {
+        sqlx::query(statement)
+            .execute(pool(&partitioned.store))
+            .await
+            .unwrap();
+    }
+    let before = schema(pool(&partitioned.store)).await;
+    assert!(
+        LZ4_COLUMNS.iter().all(|c| !before.iter().any(|s| s == c)),
+        "{before:#?}"
+    );
+    let upgraded = AnyStore::connect_with(&url, Some(2)).await.unwrap();
+    assert_eq!(schema(pool(&upgraded)).await, expected);
 }
