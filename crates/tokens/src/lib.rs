@@ -213,7 +213,9 @@ impl Encoder {
     /// digit or symbol run on over a space, and none looks behind), so the text is cut there
     /// and each stretch counted alone.
     fn count(&self, text: &str) -> usize {
-        MEMO.with_borrow_mut(|memo| self.count_with(text, memo.get_or_insert_with(Memo::default)))
+        MEMO.with_borrow_mut(|memo| {
+            self.count_with(text, memo.get_or_insert_with(Memo::per_thread))
+        })
     }
 
     fn count_with(&self, text: &str, memo: &mut Memo) -> usize {
