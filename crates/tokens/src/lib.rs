@@ -267,14 +267,12 @@ impl Encoder {
         count
     }
 
-    /// A piece's count: remembered, or found whole or merged.
+    /// A piece's count: remembered, or the vocabulary's.
     fn count_piece(&self, piece: &[u8], memo: &mut Memo) -> usize {
         if piece.len() < 2 {
-            return piece.len(); // every byte is a token
+            return piece.len(); // every byte is a token: not worth a hash
         }
-        memo.count(self.id, piece, |piece| {
-            (self.vocabulary.whole(piece)).unwrap_or_else(|| self.vocabulary.merged(piece))
-        })
+        memo.count(self.id, piece, |piece| self.vocabulary.count(piece))
     }
 }
 

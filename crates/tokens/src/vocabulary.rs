@@ -184,26 +184,13 @@ impl Vocabulary {
     }
 
     /// How many tokens byte-pair encoding makes of one pre-tokenized piece.
-    #[cfg(test)]
     pub fn count(&self, piece: &[u8]) -> usize {
-        self.whole(piece).unwrap_or_else(|| self.merged(piece))
-    }
-
-    /// The count of a piece that is no token or one (most pieces), found without a merge.
-    pub fn whole(&self, piece: &[u8]) -> Option<usize> {
         if piece.is_empty() {
-            Some(0)
+            0
         } else if piece.len() == 1 || self.rank(piece).is_some() {
-            // Every byte is a token.
-            Some(1)
-        } else {
-            None
-        }
-    }
-
-    /// The count of a piece of two bytes or more, by merging it.
-    pub fn merged(&self, piece: &[u8]) -> usize {
-        if piece.len() < SHORT_PIECE {
+            // Every byte is a token; most pieces are one whole token.
+            1
+        } else if piece.len() < SHORT_PIECE {
             self.count_short(piece)
         } else {
             self.count_long(piece)
