@@ -492,24 +492,49 @@ impl AppendTurnsResponse {
     /// The answer to an append: new and replayed turns alike, in id order, so a retried batch
     /// gets the answer the first try got.
     pub fn from_plan(conversation: &str, plan: &crate::append::Appended) -> Self {
-        let mut turns: Vec<AppendedTurn> = plan
-            .new
-            .iter()
-            .map(|(t, _)| t)
+        let turns = (plan.new.iter().map(|(t, _)| t))
             .chain(&plan.replayed)
             .map(|t| AppendedTurn {
                 id: t.id,
                 tokens: t.tokens,
                 anchors: t.anchors.clone(),
-            })
-            .collect();
+            });
+        Self::of_turns(conversation, Self::counts(plan), turns)
+    }
+
+    /// [`AppendTurnsResponse::from_plan`], moving the anchors rather than copying them (a
+    /// few allocations a turn).
+    pub fn from_appended(conversation: &str, plan: crate::append::Appended) -> Self {
+        let counts = Self::counts(&plan);
+        let turns = (plan.new.into_iter().map(|(t, _)| t))
+            .chain(plan.replayed)
+            .map(|t| AppendedTurn {
+                id: t.id,
+                tokens: t.tokens,
+                anchors: t.anchors,
+            });
+        Self::of_turns(conversation, counts, turns)
+    }
+
+    /// Appended, replayed, next id.
+    fn counts(plan: &crate::append::Appended) -> (u64, u64, i64) {
+        let replayed = plan.replayed.len() as u64 + plan.repeated_in_batch;
+        (plan.new.len() as u64, replayed, plan.next_id)
+    }
+
+    fn of_turns(
+        conversation: &str,
+        (appended, replayed, next_id): (u64, u64, i64),
+        turns: impl Iterator<Item = AppendedTurn>,
+    ) -> Self {
+        let mut turns: Vec<AppendedTurn> = turns.collect();
         turns.sort_by_key(|t| t.id);
         turns.dedup_by_key(|t| t.id);
         Self {
             conversation: conversation.to_owned(),
-            appended: plan.new.len() as u64,
-            replayed: plan.replayed.len() as u64 + plan.repeated_in_batch,
-            next_id: plan.next_id,
+            appended,
+            replayed,
+            next_id,
             turns,
         }
     }

@@ -44,15 +44,22 @@ impl TermProfile {
     /// A profile from its parts: `candidates` (text, normalized text, key) best first (at most
     /// [`MAX_CANDIDATES`] are kept), `terms` in any order; every candidate key is added to the
     /// terms.
-    pub fn from_parts<'a>(
-        candidates: impl IntoIterator<Item = (&'a str, &'a str, TermKey)>,
-        terms: impl IntoIterator<Item = TermKey>,
-    ) -> Self {
+    pub fn from_parts<'a, C>(candidates: C, terms: impl IntoIterator<Item = TermKey>) -> Self
+    where
+        C: IntoIterator<Item = (&'a str, &'a str, TermKey)>,
+        C::IntoIter: Clone,
+    {
+        let candidates = candidates.into_iter().take(MAX_CANDIDATES);
+        // Sized once (every appended turn gets a profile): the texts, back to back.
+        let sizes = candidates
+            .clone()
+            .map(|(text, normalized, _)| text.len() + normalized.len());
         let mut profile = Self {
             terms: terms.into_iter().collect(),
-            ..Self::default()
+            text: String::with_capacity(sizes.clone().sum()),
+            candidates: Vec::with_capacity(sizes.count()),
         };
-        for (text, normalized, key) in candidates.into_iter().take(MAX_CANDIDATES) {
+        for (text, normalized, key) in candidates {
             profile.push_candidate(text, normalized, key);
         }
         // A draft's terms arrive sorted and holding its candidates: no sort needed then.

@@ -91,21 +91,20 @@ impl Fnv {
 /// than [`MAX_KEY_CHARS`], does not begin and end with a word character, holds a character that
 /// is neither a word character nor joining punctuation, or is a stop-word.
 pub fn countable_key(anchor: &str) -> Option<(String, TermKey)> {
-    countable_normalized(normalize_text(anchor))
+    let normalized = normalize_text(anchor);
+    let key = countable_normalized(&normalized)?;
+    Some((normalized, key))
 }
 
-/// [`countable_key`] of an already normalized text.
-pub fn countable_normalized(normalized: String) -> Option<(String, TermKey)> {
+/// The key of an already normalized text, when [`countable_key`] would give one.
+pub fn countable_normalized(normalized: &str) -> Option<TermKey> {
     let chars = normalized.chars().count();
     let countable = (2..=MAX_KEY_CHARS).contains(&chars)
         && normalized.starts_with(is_word_char)
         && normalized.ends_with(is_word_char)
         && normalized.chars().all(|c| is_word_char(c) || is_joining(c))
-        && !is_stop_word(&normalized);
-    countable.then(|| {
-        let key = key_of_normalized(&normalized);
-        (normalized, key)
-    })
+        && !is_stop_word(normalized);
+    countable.then(|| key_of_normalized(normalized))
 }
 
 /// The keys of every term of `content`, sorted and without repeats.

@@ -56,7 +56,7 @@ pub async fn append<S: Store>(
         Reply::New(appended) => appended,
         Reply::Stored(answer) => return replay(answer, claim.as_ref()),
     };
-    let response = AppendTurnsResponse::from_plan(conversation.as_str(), &appended);
+    let response = AppendTurnsResponse::from_appended(conversation.as_str(), appended);
     let status = if response.appended == 0 {
         StatusCode::OK
     } else {

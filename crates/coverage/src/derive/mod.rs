@@ -38,6 +38,8 @@
 use std::borrow::Cow;
 use std::cmp::Reverse;
 
+use compact_str::CompactString;
+
 use unicode_normalization::UnicodeNormalization;
 
 /// JSON content: the values (never the keys) as candidates, identifying values first.
@@ -135,7 +137,7 @@ fn ranked<'a>(
     candidates: Vec<Candidate<'a>>,
     keep: impl Fn(&Candidate<'a>) -> bool,
     limit: usize,
-) -> Vec<(Candidate<'a>, String)> {
+) -> Vec<(Candidate<'a>, CompactString)> {
     ranked_counting(content, candidates, keep, limit, &mut 0)
 }
 
@@ -154,7 +156,7 @@ fn ranked_counting<'a>(
     keep: impl Fn(&Candidate<'a>) -> bool,
     limit: usize,
     scans: &mut usize,
-) -> Vec<(Candidate<'a>, String)> {
+) -> Vec<(Candidate<'a>, CompactString)> {
     let mut misses = 0;
     let mut kept = Vec::with_capacity(limit.min(candidates.len()));
     let mut sorted = 0;
@@ -203,16 +205,20 @@ fn ranked_counting<'a>(
 
 /// A candidate as the matcher compares it (NFKC + case folding), or `None` when it could not be
 /// matched on word boundaries.
-fn match_key(text: &str) -> Option<String> {
+fn match_key(text: &str) -> Option<CompactString> {
     if text.is_ascii() {
-        // Trimmed to alphanumeric ends already; NFKC leaves ASCII as it is.
-        return Some(text.to_ascii_lowercase());
+        // Trimmed to alphanumeric ends already; NFKC leaves ASCII as it is. Inline up to 24
+        // bytes: every candidate considered gets a key, and a heap string each was a quarter
+        // of an append's allocations.
+        let mut key = CompactString::from(text);
+        key.make_ascii_lowercase();
+        return Some(key);
     }
     // Matched after NFKC, which can turn an alphanumeric end into punctuation (`㈠` is `(一)`);
     // such a token could not be matched on word boundaries.
     let normalized: String = text.nfkc().collect();
     (normalized.starts_with(char::is_alphanumeric) && normalized.ends_with(char::is_alphanumeric))
-        .then(|| caseless::default_case_fold_str(&normalized))
+        .then(|| caseless::default_case_fold_str(&normalized).into())
 }
 
 /// The tier of a token (already trimmed to alphanumeric ends), or `None` if it is not

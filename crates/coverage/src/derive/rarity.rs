@@ -2,9 +2,11 @@
 //! conversation already had them, so the anchors a turn gets are what is new in it.
 
 use super::{AnchorSource, Candidate, candidates_of, ranked};
+use crate::normalize::normalize_text;
 use crate::profile::{MAX_CANDIDATES, TermProfile};
-use crate::terms::{TermKey, countable_key, countable_normalized, term_keys};
+use crate::terms::{TermKey, countable_normalized, term_keys};
 use foldhash::HashMap;
+use std::borrow::Cow;
 
 /// Candidates considered per turn before rarity picks the [`MAX_CANDIDATES`] it keeps.
 const DRAFT_CANDIDATES: usize = 2 * MAX_CANDIDATES;
@@ -38,15 +40,19 @@ impl Draft {
             any,
             DRAFT_CANDIDATES,
         );
+        // Sized once: the texts below, at most, back to back.
+        let bytes = ranked.iter().map(|(c, key)| c.text.len() + key.len());
+        draft.text.reserve(bytes.sum());
+        draft.candidates.reserve(ranked.len());
         for (c, match_key) in ranked {
             // An ASCII token's match key is its normalized text already (lower-cased; a token
             // holds no whitespace).
-            let countable = if c.text.is_ascii() {
-                countable_normalized(match_key)
+            let normalized = if c.text.is_ascii() {
+                match_key.as_str().into()
             } else {
-                countable_key(&c.text)
+                Cow::Owned(normalize_text(&c.text))
             };
-            let Some((normalized, key)) = countable else {
+            let Some(key) = countable_normalized(&normalized) else {
                 continue;
             };
             if draft.terms.binary_search(&key).is_ok() {
@@ -121,6 +127,7 @@ pub fn rank_by_rarity(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::terms::countable_key;
 
     fn texts(profile: &TermProfile) -> Vec<&str> {
         profile.candidates().map(|c| c.text).collect()

@@ -6,54 +6,81 @@ use unicode_normalization::UnicodeNormalization;
 /// never anchors.
 pub fn is_stop_word(word: &str) -> bool {
     if word.is_ascii() {
-        stop_words().contains(word.as_bytes())
+        TABLE.contains(word.as_bytes())
     } else {
         // Compatibility characters can fold into ASCII (the Kelvin sign is a `k`); the list is
         // ASCII, so anything else is not on it.
         let folded = fold(word);
-        folded.is_ascii() && stop_words().contains(folded.as_bytes())
+        folded.is_ascii() && TABLE.contains(folded.as_bytes())
     }
 }
 
 /// [`is_stop_word`] of ASCII bytes.
 pub(crate) fn is_ascii_stop_word(word: &[u8]) -> bool {
-    stop_words().contains(word)
+    TABLE.contains(word)
 }
 
 /// The list as an open-addressing table of its words, placed by a hash of a word's length and
 /// first, second and last bytes: this runs for every word of every turn appended. A hash set
 /// of strings was a quarter of the cost of a turn's term keys, and a table of words packed into
-/// integers stalled on the copy that packed each word looked up.
+/// integers stalled on the copy that packed each word looked up. Built at compile time with
+/// each word inline in its slot, so a probe is one load: a lazily built table of slices cost
+/// two more (the table's address, then the word's bytes), 14 % of a turn's derivation.
 struct WordTable {
-    slots: Box<[&'static [u8]; SLOTS]>,
+    /// Each slot a listed word's bytes, then zeros, with its length in the last byte (0: empty).
+    slots: [[u8; SLOT_BYTES]; SLOTS],
 }
 
 /// Twice the list's length or more, a power of two: probes are short.
 const SLOTS: usize = 1024;
 
+/// A slot holds a word of up to [`STOP_WORD_MAX_LEN`] bytes and its length.
+const SLOT_BYTES: usize = 16;
+const _: () = assert!(
+    STOP_WORD_MAX_LEN < SLOT_BYTES,
+    "a word and its length fit a slot"
+);
+
+static TABLE: WordTable = WordTable::new(STOP_WORDS);
+
 impl WordTable {
     /// The home slot of an ASCII word, case-insensitive; `None` for words longer than any
     /// listed one (most content words), which are not looked up at all.
-    fn slot(word: &[u8]) -> Option<usize> {
-        let (&first, &last) = (word.first()?, word.last()?);
+    const fn slot(word: &[u8]) -> Option<usize> {
+        let (first, last) = match word {
+            [first, .., last] | [first @ last] => (*first, *last),
+            [] => return None,
+        };
         if word.len() > STOP_WORD_MAX_LEN {
             return None;
         }
-        let second = word.get(1).copied().unwrap_or(0);
-        let bytes = [first, second, last].map(|b| u64::from(b.to_ascii_lowercase()));
-        let mixed = (word.len() as u64 | bytes[0] << 8 | bytes[1] << 16 | bytes[2] << 24)
+        let second = if word.len() > 1 { word[1] } else { 0 };
+        let mixed = (word.len() as u64
+            | (first.to_ascii_lowercase() as u64) << 8
+            | (second.to_ascii_lowercase() as u64) << 16
+            | (last.to_ascii_lowercase() as u64) << 24)
             .wrapping_mul(0x9e37_79b9_7f4a_7c15);
         Some((mixed >> (64 - SLOTS.trailing_zeros())) as usize)
     }
 
-    fn new(words: &[&'static str]) -> Self {
-        let mut slots = Box::new([&[][..]; SLOTS]);
-        for word in words {
-            let mut i = Self::slot(word.as_bytes()).expect("stop words fit the table");
-            while !slots[i].is_empty() {
+    const fn new(words: &[&str]) -> Self {
+        let mut slots = [[0; SLOT_BYTES]; SLOTS];
+        let mut w = 0;
+        while w < words.len() {
+            let word = words[w].as_bytes();
+            let Some(mut i) = Self::slot(word) else {
+                panic!("stop words fit the table");
+            };
+            while slots[i][SLOT_BYTES - 1] != 0 {
                 i = (i + 1) % SLOTS;
             }
-            slots[i] = word.as_bytes();
+            let mut b = 0;
+            while b < word.len() {
+                slots[i][b] = word[b];
+                b += 1;
+            }
+            slots[i][SLOT_BYTES - 1] = word.len() as u8;
+            w += 1;
         }
         Self { slots }
     }
@@ -64,20 +91,15 @@ impl WordTable {
         };
         // At most every slot, so that a table walked wrongly fails loudly rather than spinning.
         for _ in 0..SLOTS {
-            match self.slots[i] {
-                [] => return false,
-                listed if listed.eq_ignore_ascii_case(word) => return true,
+            let slot = &self.slots[i];
+            match usize::from(slot[SLOT_BYTES - 1]) {
+                0 => return false,
+                len if len == word.len() && slot[..len].eq_ignore_ascii_case(word) => return true,
                 _ => i = (i + 1) % SLOTS,
             }
         }
         unreachable!("a table at most half full has an empty slot on every probe sequence")
     }
-}
-
-fn stop_words() -> &'static WordTable {
-    static SET: std::sync::LazyLock<WordTable> =
-        std::sync::LazyLock::new(|| WordTable::new(STOP_WORDS));
-    &SET
 }
 
 /// NFKC + default case folding: the form the summary matcher compares in.
