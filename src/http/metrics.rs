@@ -5,7 +5,8 @@ use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{LazyLock, OnceLock, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 /// The process-wide recorder, installed on first use (tests start many apps in one process).
@@ -74,22 +75,56 @@ fn method_label(method: &axum::http::Method) -> &'static str {
 pub async fn track(req: Request, next: Next, timeout: Duration) -> Response {
     let start = Instant::now();
     let method = method_label(req.method());
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let route = req.extensions().get::<MatchedPath>().cloned();
     let response = match tokio::time::timeout(timeout, next.run(req)).await {
         Ok(response) => response,
         Err(_) => Error::Timeout.into_response(),
     };
-    let status = response.status().as_u16().to_string();
-    let labels = [
-        ("route", route),
-        ("method", method.to_owned()),
-        ("status", status),
-    ];
-    metrics::counter!("gatekeeper_http_requests_total", &labels).increment(1);
-    metrics::histogram!("gatekeeper_http_request_duration_seconds", &labels)
-        .record(start.elapsed().as_secs_f64());
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+    let metrics = request_metrics(route, method, response.status().as_u16());
+    metrics.count.increment(1);
+    metrics.duration.record(start.elapsed().as_secs_f64());
     response
+}
+
+/// The request metrics of one route, method and status.
+#[derive(Clone)]
+struct RequestMetrics {
+    count: metrics::Counter,
+    duration: metrics::Histogram,
+}
+
+/// Each route, method and status's metrics, registered on its first request: registering
+/// them on every request (labels built, keys looked up) cost about 20 allocations a request.
+/// The set is bounded as the labels are: routes and methods are fixed lists, and statuses the
+/// service's own.
+fn request_metrics(route: &str, method: &'static str, status: u16) -> RequestMetrics {
+    type Known = HashMap<String, Vec<(&'static str, u16, RequestMetrics)>>;
+    static KNOWN: LazyLock<RwLock<Known>> = LazyLock::new(RwLock::default);
+    let find = |known: &Known| {
+        let of_route = known.get(route)?;
+        of_route
+            .iter()
+            .find(|(m, s, _)| (*m, *s) == (method, status))
+            .map(|(_, _, metrics)| metrics.clone())
+    };
+    if let Some(metrics) = find(&KNOWN.read().unwrap_or_else(PoisonError::into_inner)) {
+        return metrics;
+    }
+    let mut known = KNOWN.write().unwrap_or_else(PoisonError::into_inner);
+    if let Some(metrics) = find(&known) {
+        return metrics;
+    }
+    let labels = [
+        ("route", route.to_owned()),
+        ("method", method.to_owned()),
+        ("status", status.to_string()),
+    ];
+    let metrics = RequestMetrics {
+        count: metrics::counter!("gatekeeper_http_requests_total", &labels),
+        duration: metrics::histogram!("gatekeeper_http_request_duration_seconds", &labels),
+    };
+    let of_route = known.entry(route.to_owned()).or_default();
+    of_route.push((method, status, metrics.clone()));
+    metrics
 }
