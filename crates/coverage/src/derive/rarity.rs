@@ -40,7 +40,8 @@ impl Draft {
             any,
             DRAFT_CANDIDATES,
         );
-        // Sized once: the texts below, at most, back to back.
+        // Sized once for the texts below, back to back: an ASCII token's key is its normalized
+        // text, so this is enough unless other tokens' normalized texts outgrow their keys.
         let bytes = ranked.iter().map(|(c, key)| c.text.len() + key.len());
         draft.text.reserve(bytes.sum());
         draft.candidates.reserve(ranked.len());
