@@ -292,13 +292,15 @@ const ASCII_SHAPES: [u8; 128] = {
     let mut b = 0;
     while b < 128 {
         let byte = b as u8;
-        if byte.is_ascii_digit() {
-            table[b] = DIGIT;
+        table[b] = if byte.is_ascii_digit() {
+            DIGIT
         } else if byte.is_ascii_uppercase() {
-            table[b] = UPPER;
+            UPPER
         } else if byte.is_ascii_lowercase() {
-            table[b] = LOWER;
-        }
+            LOWER
+        } else {
+            OTHER
+        };
         b += 1;
     }
     table

@@ -217,6 +217,18 @@ mod tests {
         let set: u32 = TABLE.sketch.iter().map(|w| w.count_ones()).sum();
         assert_eq!(set as usize, bits.len());
         assert!(set as usize * 16 <= SKETCH_WORDS * 64, "{set} bits set");
+        // Spread: words that differ in length, first or last letter seldom share a bit, so a
+        // word not listed seldom finds one set.
+        let shapes: std::collections::HashSet<(usize, u8, u8)> = STOP_WORDS
+            .iter()
+            .map(|w| (w.len(), w.as_bytes()[0], w.as_bytes()[w.len() - 1]))
+            .collect();
+        assert!(
+            bits.len() * 10 >= shapes.len() * 9,
+            "{} bits for {} shapes",
+            bits.len(),
+            shapes.len()
+        );
     }
 
     #[test]
