@@ -54,36 +54,38 @@ impl WordTable {
     /// The home slot of an ASCII word, case-insensitive; `None` for words longer than any
     /// listed one (most content words), which are not looked up at all.
     const fn slot(word: &[u8]) -> Option<usize> {
-        let (first, last) = match word {
-            [first, .., last] | [first @ last] => (*first, *last),
-            [] => return None,
-        };
-        if word.len() > STOP_WORD_MAX_LEN {
+        let Some((first, last)) = Self::ends(word) else {
             return None;
-        }
+        };
         let second = if word.len() > 1 { word[1] } else { 0 };
         let mixed = (word.len() as u64
-            | (first.to_ascii_lowercase() as u64) << 8
+            | first << 8
             | (second.to_ascii_lowercase() as u64) << 16
-            | (last.to_ascii_lowercase() as u64) << 24)
+            | last << 24)
             .wrapping_mul(0x9e37_79b9_7f4a_7c15);
         Some((mixed >> (64 - SLOTS.trailing_zeros())) as usize)
     }
 
     /// A word's bit in the sketch, case-insensitive (`None` as for [`Self::slot`]).
     const fn sketch_bit(word: &[u8]) -> Option<usize> {
-        let (first, last) = match word {
-            [first, .., last] | [first @ last] => (*first, *last),
-            [] => return None,
-        };
-        if word.len() > STOP_WORD_MAX_LEN {
+        let Some((first, last)) = Self::ends(word) else {
             return None;
-        }
-        let mixed = (word.len() as u64
-            | (first.to_ascii_lowercase() as u64) << 8
-            | (last.to_ascii_lowercase() as u64) << 16)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        };
+        let mixed =
+            (word.len() as u64 | first << 8 | last << 16).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         Some((mixed >> (64 - (SKETCH_WORDS * 64).trailing_zeros())) as usize)
+    }
+
+    /// A word's first and last bytes, lower-cased; `None` for a word that no listed one could
+    /// equal (empty, or longer than any).
+    const fn ends(word: &[u8]) -> Option<(u64, u64)> {
+        match word {
+            [first, .., last] | [first @ last] if word.len() <= STOP_WORD_MAX_LEN => Some((
+                first.to_ascii_lowercase() as u64,
+                last.to_ascii_lowercase() as u64,
+            )),
+            _ => None,
+        }
     }
 
     const fn new(words: &[&str]) -> Self {
