@@ -96,16 +96,16 @@ fn finish_ascii_run(
     emit: &mut impl FnMut(usize, usize, bool),
 ) -> bool {
     let run = &text[start..end];
-    let is_terminal = |b: &u8| is_terminal(char::from(*b));
+    let terminal = |b: &u8| is_terminal(char::from(*b));
     let Some(first) = run.iter().position(u8::is_ascii_alphanumeric) else {
-        return sentence_start || run.iter().any(is_terminal);
+        return sentence_start || run.iter().any(terminal);
     };
     let last = run
         .iter()
         .rposition(u8::is_ascii_alphanumeric)
         .map_or(run.len(), |i| i + 1);
     emit(start + first, start + last, sentence_start);
-    run[last..].iter().any(is_terminal) && !is_abbreviation(&run[first..last])
+    run[last..].iter().any(terminal) && !is_abbreviation(&run[first..last])
 }
 
 /// [`scan`] of any text, char by char.
