@@ -2,7 +2,7 @@
 # Load and benchmark run of the gatekeeper against Postgres, each figure beside its reference
 # from the same run (issue 7). Loopback only, bounded in time, cleans up after itself.
 #
-#   bench/load.sh                    # full run (about 4 minutes plus the build); writes docs/performance.md
+#   bench/load.sh                    # full run (about 8 minutes plus the build); writes docs/performance.md
 #   LOAD_SCALE=0.05 bench/load.sh    # quick end-to-end check (small seed, short durations)
 #
 # Steps: install wrk/pgbench if missing · build the release binary · start Postgres if needed ·
@@ -23,7 +23,9 @@
 # LOAD_REPLICA (1: measure reconstruct through a second process reading from a streaming
 # replica made with pg_basebackup -R; needs root for runuser postgres; 0 skips it),
 # LOAD_PG_PARTITIONS (GATEKEEPER_PG_PARTITIONS for the service: hash partitions of the big
-# tables; unset: none), PGHOST/PGPORT/PGUSER (127.0.0.1/5432/postgres), LOAD_DB (gk_bench).
+# tables; unset: none), LOAD_ROUNDS (3: paired rounds of reconstruct then pgbench, and of the
+# appends then COPY; the median round's ratio is reported), PGHOST/PGPORT/PGUSER
+# (127.0.0.1/5432/postgres), LOAD_DB (gk_bench).
 # Details: bench/README.md.
 
 set -euo pipefail
@@ -55,6 +57,7 @@ CMP_N=$((APPEND_CONVS < 100 ? APPEND_CONVS : 100))  # persisted 2,000-turn propo
 BIG_TURNS=32000                                  # the range-size series needs it at any scale
 SIZES=500,2000,8000,32000
 SIZE_REPS=9
+ROUNDS=${LOAD_ROUNDS:-3}                         # paired rounds of reconstruct/pgbench and appends/COPY
 STALL_SECONDS=$(scaled 20 5)
 STALL_CONNS=16
 STALL_BATCH=10000
@@ -75,6 +78,10 @@ REPLICA_SERVICE_PID=""
 LAUNCHED_PID=""         # the service launch_service last started
 DATABASES_TOUCHED=0
 KEY=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+# The append rounds after the first write as a tenant of their own, so the tenant-wide search
+# measures the same tenant whatever the number of rounds.
+ROUNDS_TENANT=bench-rounds
+ROUNDS_KEY=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 
 # ------------------------------------------------------------------ helpers
 
@@ -82,7 +89,7 @@ say() { printf '\n\033[1m== %s\033[0m  (%ss)\n' "$*" "$SECONDS"; }
 die() { echo "load.sh: $*" >&2; exit 1; }
 put() { printf '%s\t%s\n' "$1" "$2" >>"$RESULTS"; echo "  $1 = $2"; }
 pg() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
-gk() { python3 "$ROOT/bench/load.py" --url "$URL" --key "$KEY" --state "$STATE" --clients "$CLIENTS" "$@"; }
+gk() { python3 "$ROOT/bench/load.py" --url "$URL" --key "${GK_KEY:-$KEY}" --state "$STATE" --clients "$CLIENTS" "$@"; }
 stats() { python3 "$ROOT/bench/load.py" stats; }   # numbers on stdin → "n p50 p99 mean max"
 # rss_phase NAME: the service's peak RSS since the last call, then the peak is reset.
 rss_phase() {
@@ -184,7 +191,7 @@ launch_service() {
   shift 2
   DATABASE_URL="postgres://$PGUSER@$PGHOST:$PGPORT/$BENCH_DB${LOAD_DB_QUERY:+?$LOAD_DB_QUERY}" \
   GATEKEEPER_LISTEN=127.0.0.1:$port \
-  GATEKEEPER_API_KEYS="$TENANT:$KEY" \
+  GATEKEEPER_API_KEYS="$TENANT:$KEY,$ROUNDS_TENANT:$ROUNDS_KEY" \
   GATEKEEPER_LOG=warn \
     env ${LOAD_PG_PARTITIONS:+GATEKEEPER_PG_PARTITIONS=$LOAD_PG_PARTITIONS} "$@" "$BIN" serve >"$log" 2>&1 &
   LAUNCHED_PID=$!
@@ -264,20 +271,32 @@ run_wrk() {
   put "${prefix}_service_cpu_us" "$(div "$cpu_us" "$(awk '$1 == "wrk.requests" { print $2 }' "$STATE/wrk-$prefix.txt")")"
 }
 
+# Paired rounds, each the service's reconstruct load then pgbench's, back to back; the median
+# round's figures are the table's (load.py rounds).
 measure_reconstruct() {
-  say "reconstruct: wrk -t2 -c$CONNS -d${DURATION}s"
+  say "reconstruct: $ROUNDS rounds of wrk -t2 -c$CONNS -d${DURATION}s, then pgbench -S -M prepared -c $CONNS -j 2 -T $DURATION"
   put rec_conns "$CONNS"
+  put rounds "$ROUNDS"
+  init_pgbench
+  # Neither side is timed while the other's writes (the seed, pgbench -i) are still being flushed.
+  pg -d postgres -c CHECKPOINT >/dev/null
   # Warm-up (connections, pool, caches), not recorded.
   wrk -t2 -c"$CONNS" -d3s -H "authorization: Bearer $KEY" -s "$ROOT/bench/requests.lua" "$URL" -- "$PATHS_FILE" >/dev/null
   gk metrics --tag before
-  local perf_pid=""
+  local perf_pid="" r
   if [[ ${LOAD_PROFILE:-0} == 1 ]]; then
     command -v perf >/dev/null || apt_install linux-perf
     perf record -F 999 -o "$STATE/perf-reconstruct.data" -p "$SERVICE_PID" -- sleep "$DURATION" >/dev/null 2>&1 &
     perf_pid=$!
   fi
-  run_wrk rec "$CONNS" 2 "$DURATION"
+  for ((r = 1; r <= ROUNDS; r++)); do
+    echo "  round $r"
+    run_wrk "rec_r$r" "$CONNS" 2 "$DURATION"
+    run_pgbench "pgb_r$r"
+  done
   gk metrics --tag after
+  gk rounds --ours rec --ref pgb --ours-key rps --ref-key tps --rounds "$ROUNDS" --sum errors,requests
+  pg -d postgres -c "DROP DATABASE IF EXISTS $PGBENCH_DB" >/dev/null
   # The same on a hot set that fits the answer cache (agents re-read recent turns).
   head -n "$HOT_PATHS" "$PATHS_FILE" >"$STATE/hot-paths.txt"
   put rec_hot_paths "$(wc -l <"$STATE/hot-paths.txt")"
@@ -295,26 +314,28 @@ measure_reconstruct() {
   rss_phase reconstruct
 }
 
-measure_pgbench() {
-  say "reference: pgbench -S -M prepared -c $CONNS -j 2 -T $DURATION (scale $PGBENCH_SCALE)"
+# The reference's database: pgbench -i -s PGBENCH_SCALE, apart from the service's.
+init_pgbench() {
   pg -d postgres -c "DROP DATABASE IF EXISTS $PGBENCH_DB" -c "CREATE DATABASE $PGBENCH_DB" >/dev/null
   pgbench -i -q -s "$PGBENCH_SCALE" "$PGBENCH_DB" >"$STATE/pgbench-init.txt" 2>&1
-  mkdir -p "$STATE/pgbench"
-  (cd "$STATE/pgbench" && pgbench -n -S -M prepared -c "$CONNS" -j 2 -T "$DURATION" \
-     -l --sampling-rate 0.05 --log-prefix lat "$PGBENCH_DB") >"$STATE/pgbench.txt" 2>&1 \
-    || { cat "$STATE/pgbench.txt" >&2; die "pgbench failed"; }
-  local tps
-  tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time).*/\1/p' "$STATE/pgbench.txt")
-  [[ -n $tps ]] || { cat "$STATE/pgbench.txt" >&2; die "no tps in pgbench's output"; }
-  put pgb_tps "$tps"
-  put pgb_mean_ms "$(sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' "$STATE/pgbench.txt")"
-  local n p50 p99
+}
+
+# run_pgbench PREFIX: the reconstruct reference, pgbench -S -M prepared, figures as PREFIX_*.
+run_pgbench() {
+  local prefix=$1 dir=$STATE/$1 tps n p50 p99
+  mkdir -p "$dir"
+  (cd "$dir" && pgbench -n -S -M prepared -c "$CONNS" -j 2 -T "$DURATION" \
+     -l --sampling-rate 0.05 --log-prefix lat "$PGBENCH_DB") >"$dir.txt" 2>&1 \
+    || { cat "$dir.txt" >&2; die "pgbench failed"; }
+  tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time).*/\1/p' "$dir.txt")
+  [[ -n $tps ]] || { cat "$dir.txt" >&2; die "no tps in pgbench's output"; }
+  put "${prefix}_tps" "$tps"
+  put "${prefix}_mean_ms" "$(sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' "$dir.txt")"
   # Per-transaction log: client, transaction, latency (µs), ...
-  read -r n p50 p99 _ _ < <(cat "$STATE"/pgbench/lat.* | awk '{ print $3 / 1000 }' | stats)
-  put pgb_sampled "$n"
-  put pgb_p50_ms "$p50"
-  put pgb_p99_ms "$p99"
-  pg -d postgres -c "DROP DATABASE IF EXISTS $PGBENCH_DB" >/dev/null
+  read -r n p50 p99 _ _ < <(cat "$dir"/lat.* | awk '{ print $3 / 1000 }' | stats)
+  put "${prefix}_sampled" "$n"
+  put "${prefix}_p50_ms" "$p50"
+  put "${prefix}_p99_ms" "$p99"
 }
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -376,21 +397,37 @@ measure_replica_reads() {
   stop_replica
 }
 
+# Paired rounds, each the two append runs then the COPY of the same rows; per line the median
+# round's figures (load.py rounds). The first round's conversations are the later phases'.
 measure_appends() {
-  say "appends: $APPEND_CONVS × 2,000 turns in batches of 500, $CLIENTS clients"
+  say "appends: $ROUNDS rounds of $APPEND_CONVS × 2,000 turns in batches of 500, $CLIENTS clients, then COPY"
   put append_convs "$APPEND_CONVS"
   put append_turns_per_conv 2000
   put append_batch 500
   put append_clients "$CLIENTS"
-  gk append --label app_tok --prefix ap-tok --convs "$APPEND_CONVS" --turns 2000 --batch 500 \
-    --tenant "$TENANT" --csv-dir "$STATE/copy"
-  gk append --label app_notok --prefix ap-notok --convs "$APPEND_CONVS" --turns 2000 --batch 500 --no-tokens
+  local r key=$KEY suffix="" csv=(--tenant "$TENANT" --csv-dir "$STATE/copy")
+  for ((r = 1; r <= ROUNDS; r++)); do
+    echo "  round $r"
+    # The first round writes the COPY's files (the same rows every round) and the conversations
+    # the later phases use.
+    ((r == 1)) || { key=$ROUNDS_KEY suffix=-r$r csv=(); }
+    GK_KEY=$key gk append --label "app_tok_r$r" --prefix "ap-tok$suffix" --convs "$APPEND_CONVS" \
+      --turns 2000 --batch 500 "${csv[@]}"
+    GK_KEY=$key gk append --label "app_notok_r$r" --prefix "ap-notok$suffix" --convs "$APPEND_CONVS" \
+      --turns 2000 --batch 500 --no-tokens
+    measure_copy "copy_r$r"
+  done
+  local label
+  for label in app_tok app_notok; do
+    gk rounds --ours "$label" --ref copy --ref-out "${label}_copy" --ours-key turns_per_s --ref-key rows_per_s --rounds "$ROUNDS"
+  done
   rss_phase appends
-  measure_copy
 }
 
+# measure_copy PREFIX: the appends' reference, figures as PREFIX_*.
 measure_copy() {
-  say "reference: COPY of the same rows, $CLIENTS psql streams"
+  local prefix=$1
+  echo "  reference: COPY of the same rows, $CLIENTS psql streams"
   pg -d "$BENCH_DB" >/dev/null <<SQL
 CREATE TABLE turns_copy (LIKE turns INCLUDING ALL);
 ALTER TABLE turns_copy ADD FOREIGN KEY (tenant, conversation) REFERENCES conversations (tenant, conversation);
@@ -409,9 +446,9 @@ SQL
   rows=$(pg -d "$BENCH_DB" -Atc "SELECT count(*) FROM turns_copy")
   ((rows == APPEND_CONVS * 2000)) || die "COPY loaded $rows rows, expected $((APPEND_CONVS * 2000))"
   seconds=$(python3 -c "print($end - $start)")
-  put copy_rows "$rows"
-  put copy_s "$seconds"
-  put copy_rows_per_s "$(div "$rows" "$seconds")"
+  put "${prefix}_rows" "$rows"
+  put "${prefix}_s" "$seconds"
+  put "${prefix}_rows_per_s" "$(div "$rows" "$seconds")"
   pg -d "$BENCH_DB" -c "DROP TABLE turns_copy" -c "DELETE FROM conversations WHERE conversation LIKE 'copy-%'" >/dev/null
 }
 
@@ -532,7 +569,6 @@ main() {
   record_meta
   seed
   measure_reconstruct
-  measure_pgbench
   measure_replica_reads
   measure_appends
   measure_compactions
