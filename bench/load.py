@@ -543,8 +543,8 @@ def cmd_metrics(a, api):
 def cmd_rounds(a, _api):
     """Paired rounds, each the service (`ours`) then its reference (`ref`), back to back: the
     round whose ratio ours/ref is the median (the lower middle of an even count) gives both
-    figures, so the ratio reported was measured side by side and one round that the machine
-    disturbed (a neighbour, a checkpoint) does not decide it."""
+    figures, so the ratio reported was measured side by side and one round that other work on
+    the machine slowed does not decide it."""
     r = read_results(os.path.join(a.state, "results.tsv"))
     rounds = []
     for n in range(1, a.rounds + 1):
@@ -555,7 +555,7 @@ def cmd_rounds(a, _api):
     chosen = sorted(rounds)[(len(rounds) - 1) // 2][1]
     for prefix, out in ((a.ours, a.ours), (a.ref, a.ref_out or a.ref)):
         head = f"{prefix}_r{chosen}_"
-        for k, v in list(r.items()):
+        for k, v in r.items():
             if k.startswith(head):
                 put(a.state, f"{out}_{k[len(head):]}", v)
     for key in a.sum:
